@@ -1,0 +1,1 @@
+//! Placeholder: the streaming decoder is being written.

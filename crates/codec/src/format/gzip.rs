@@ -1,0 +1,239 @@
+//! RFC 1952 gzip framing: the member header (written and parsed) and the CRC-32/ISIZE trailer.
+
+/// `FLG` bits of RFC 1952 §2.3.1.
+const FTEXT: u8 = 0x01;
+const FHCRC: u8 = 0x02;
+const FEXTRA: u8 = 0x04;
+const FNAME: u8 = 0x08;
+const FCOMMENT: u8 = 0x10;
+const FRESERVED: u8 = 0xe0;
+
+/// The two magic bytes every gzip member starts with.
+pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Longest header the parser accepts (name, comment and extra field together); a header that
+/// claims more is treated as corrupt rather than buffered without bound.
+pub const MAX_HEADER_LEN: usize = 64 * 1024;
+
+/// Operating system byte written into headers: 3 = Unix, as gzip on Linux writes.
+const OS_UNIX: u8 = 3;
+
+/// A gzip member header: the fields a writer sets and a reader reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Modification time of the original file, seconds since the epoch (0 = none).
+    pub mtime: u32,
+    /// Original file name, without directory, as raw bytes (no NUL).
+    pub name: Option<Vec<u8>>,
+    /// Free-form comment (no NUL).
+    pub comment: Option<Vec<u8>>,
+    /// The FEXTRA field's payload.
+    pub extra: Option<Vec<u8>>,
+    /// The FTEXT hint.
+    pub is_text: bool,
+    /// The XFL byte: 2 = best compression, 4 = fastest.
+    pub xfl: u8,
+    /// The OS byte.
+    pub os: u8,
+}
+
+impl Header {
+    /// A header with no name or time, the one a streaming encoder writes.
+    pub fn minimal(level: u8) -> Header {
+        Header { xfl: xfl_for_level(level), os: OS_UNIX, ..Header::default() }
+    }
+
+    /// Serialises the header. Name and comment are cut at their first NUL, which RFC 1952
+    /// forbids inside them.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut flg = 0;
+        if self.is_text {
+            flg |= FTEXT;
+        }
+        if self.extra.is_some() {
+            flg |= FEXTRA;
+        }
+        if self.name.is_some() {
+            flg |= FNAME;
+        }
+        if self.comment.is_some() {
+            flg |= FCOMMENT;
+        }
+        let mut out = Vec::with_capacity(10);
+        out.extend_from_slice(&MAGIC);
+        out.push(8); // CM = deflate
+        out.push(flg);
+        out.extend_from_slice(&self.mtime.to_le_bytes());
+        out.push(self.xfl);
+        out.push(self.os);
+        if let Some(extra) = &self.extra {
+            let len = extra.len().min(usize::from(u16::MAX));
+            out.extend_from_slice(&(len as u16).to_le_bytes());
+            out.extend_from_slice(&extra[..len]);
+        }
+        for field in [&self.name, &self.comment].into_iter().flatten() {
+            let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+            out.extend_from_slice(&field[..end]);
+            out.push(0);
+        }
+        out
+    }
+}
+
+/// XFL as gzip sets it: 4 for the fastest level, 2 for the best, 0 otherwise.
+pub fn xfl_for_level(level: u8) -> u8 {
+    match level {
+        0..=1 => 4,
+        9 => 2,
+        _ => 0,
+    }
+}
+
+/// The minimal 10-byte header: no name, no time, Unix.
+pub fn minimal_header(level: u8) -> [u8; 10] {
+    [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl_for_level(level), OS_UNIX]
+}
+
+/// The 8-byte trailer: CRC-32 and the input length modulo 2^32, both little-endian.
+pub fn trailer(crc: u32, isize: u32) -> [u8; 8] {
+    let mut t = [0; 8];
+    t[..4].copy_from_slice(&crc.to_le_bytes());
+    t[4..].copy_from_slice(&isize.to_le_bytes());
+    t
+}
+
+/// Why a header could not be parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderError {
+    /// The bytes are not a gzip header (magic, method, reserved flags, header CRC, size cap).
+    Invalid,
+}
+
+/// Parses a gzip header from the start of `buf`.
+///
+/// Returns `Ok(None)` when `buf` ends inside the header (call again with more bytes),
+/// `Ok(Some((header, len)))` with the header's length in bytes, or an error for bytes that are
+/// not a gzip header.
+///
+/// # Errors
+///
+/// [`HeaderError::Invalid`] for a wrong magic or method, reserved flag bits, a header CRC that
+/// does not match, or a header longer than [`MAX_HEADER_LEN`].
+pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> {
+    // Check what is there before asking for more, so garbage fails fast.
+    for (i, &want) in MAGIC.iter().chain(&[8u8]).enumerate() {
+        match buf.get(i) {
+            Some(&b) if b != want => return Err(HeaderError::Invalid),
+            None => return Ok(None),
+            _ => {}
+        }
+    }
+    if buf.len() < 10 {
+        return Ok(None);
+    }
+    let flg = buf[3];
+    if flg & FRESERVED != 0 {
+        return Err(HeaderError::Invalid);
+    }
+    let mut header = Header {
+        mtime: u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]),
+        is_text: flg & FTEXT != 0,
+        xfl: buf[8],
+        os: buf[9],
+        ..Header::default()
+    };
+    let mut pos = 10;
+    if flg & FEXTRA != 0 {
+        let Some(len) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+        let Some(extra) = buf.get(pos + 2..pos + 2 + len) else { return Ok(None) };
+        header.extra = Some(extra.to_vec());
+        pos += 2 + len;
+    }
+    for (bit, slot) in [(FNAME, &mut header.name), (FCOMMENT, &mut header.comment)] {
+        if flg & bit != 0 {
+            let rest = &buf[pos..];
+            match rest.iter().position(|&b| b == 0) {
+                Some(end) => {
+                    *slot = Some(rest[..end].to_vec());
+                    pos += end + 1;
+                }
+                None if buf.len() > MAX_HEADER_LEN => return Err(HeaderError::Invalid),
+                None => return Ok(None),
+            }
+        }
+    }
+    if flg & FHCRC != 0 {
+        let Some(crc) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let expected = u16::from_le_bytes([crc[0], crc[1]]);
+        if crc32fast::hash(&buf[..pos]) as u16 != expected {
+            return Err(HeaderError::Invalid);
+        }
+        pos += 2;
+    }
+    if pos > MAX_HEADER_LEN {
+        return Err(HeaderError::Invalid);
+    }
+    Ok(Some((header, pos)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_header_round_trips_at_every_split() {
+        let header = Header {
+            mtime: 0x1234_5678,
+            name: Some(b"index.html".to_vec()),
+            comment: Some(b"hello".to_vec()),
+            extra: Some(vec![1, 2, 3, 4]),
+            is_text: true,
+            xfl: 2,
+            os: 3,
+        };
+        let bytes = header.to_bytes();
+        for cut in 0..bytes.len() {
+            assert_eq!(parse_header(&bytes[..cut]), Ok(None), "cut at {cut}");
+        }
+        let mut with_body = bytes.clone();
+        with_body.extend_from_slice(b"\x03\x00");
+        assert_eq!(parse_header(&with_body), Ok(Some((header, bytes.len()))));
+    }
+
+    #[test]
+    fn minimal_header_matches_the_serialised_form() {
+        assert_eq!(Header::minimal(1).to_bytes(), minimal_header(1).to_vec());
+        let (parsed, len) = parse_header(&minimal_header(6)).unwrap().unwrap();
+        assert_eq!((parsed.mtime, parsed.name, len), (0, None, 10));
+    }
+
+    #[test]
+    fn header_crc_is_checked() {
+        let mut bytes = minimal_header(1).to_vec();
+        bytes[3] |= FHCRC;
+        let crc = crc32fast::hash(&bytes) as u16;
+        let mut good = bytes.clone();
+        good.extend_from_slice(&crc.to_le_bytes());
+        assert!(matches!(parse_header(&good), Ok(Some((_, 12)))));
+        let mut bad = bytes;
+        bad.extend_from_slice(&(crc ^ 1).to_le_bytes());
+        assert_eq!(parse_header(&bad), Err(HeaderError::Invalid));
+    }
+
+    #[test]
+    fn garbage_fails_fast() {
+        assert_eq!(parse_header(b"\x1f\x8c"), Err(HeaderError::Invalid));
+        assert_eq!(parse_header(b"\x1f\x8b\x07"), Err(HeaderError::Invalid));
+        assert_eq!(parse_header(b"\x1f\x8b\x08\x80"), Err(HeaderError::Invalid)); // reserved flag
+        assert_eq!(parse_header(b"PK"), Err(HeaderError::Invalid));
+    }
+
+    #[test]
+    fn endless_name_is_refused_not_buffered() {
+        let mut bytes = minimal_header(1).to_vec();
+        bytes[3] |= FNAME;
+        bytes.resize(MAX_HEADER_LEN + 20, b'a');
+        assert_eq!(parse_header(&bytes), Err(HeaderError::Invalid));
+    }
+}

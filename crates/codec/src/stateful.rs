@@ -1,0 +1,1 @@
+//! Placeholder: stateful levels 4-9 are being written.
