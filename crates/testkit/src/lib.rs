@@ -1,1 +1,631 @@
-//! x
+//! Test support for zipwire: the shared corpus, proptest data strategies, and external tools.
+//!
+//! # Brief overview
+//!
+//! - Corpus: [`corpus_dir`] (from `$ZIPWIRE_CORPUS`, else `../shared/corpus` beside the
+//!   workspace), [`corpus_subdirs`] and [`corpus_files`].
+//! - Data: [`data`] and [`data_up_to`] generate random, repetitive, text-like, binary-like and
+//!   mixed inputs; [`generate`] makes the same kinds deterministically for table tests;
+//!   [`splits`] cuts an input into call lengths and [`split_input`] applies them.
+//! - Tools: [`require_tool`] and [`run_with_stdin`] run `gzip`, `pigz`, `python3` and friends.
+//! - Failures: [`save_failure`] writes a failing input to a file and prints its path.
+//!
+//! # Missing corpus or tool
+//!
+//! Under `CI=true` a missing corpus or tool is a failure (a panic), never a skip: a CI run that
+//! silently tested nothing is worse than a red one. Elsewhere the helpers print a note to stderr
+//! and report "nothing there", so a fresh checkout without the corpus still runs the rest.
+//!
+//! This crate depends on no zipwire crate, so any of them can use it without a cycle.
+//!
+//! # Example
+//!
+//! ```
+//! use zipwire_testkit::{generate, split_input, DataKind};
+//!
+//! let input = generate(DataKind::Text, 1000, 7);
+//! let calls = split_input(&input, &[10, 0, 990]);
+//! assert_eq!(calls.len(), 3);
+//! assert_eq!(calls.concat(), input);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+/// Environment variable naming the corpus directory.
+pub const CORPUS_ENV: &str = "ZIPWIRE_CORPUS";
+
+/// Largest input [`data`] produces.
+pub const MAX_DATA_LEN: usize = 200_000;
+
+/// Whether this run is a CI run (`CI=true`), where missing corpus files and tools fail.
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// The workspace root (the directory holding the virtual manifest).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+}
+
+/// The corpus directory: `$ZIPWIRE_CORPUS`, or `<workspace root>/../shared/corpus`.
+pub fn corpus_dir() -> PathBuf {
+    match std::env::var_os(CORPUS_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => workspace_root().join("..").join("shared").join("corpus"),
+    }
+}
+
+/// The corpus subdirectories (`canterbury`, `web`, …), sorted by name.
+///
+/// # Panics
+///
+/// Under `CI=true`, when the corpus directory is missing or unreadable; elsewhere that prints a
+/// note and returns an empty list.
+pub fn corpus_subdirs() -> Vec<String> {
+    let dir = corpus_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) => {
+            missing(&format!(
+                "corpus directory {} ({err}); set {CORPUS_ENV}",
+                dir.display()
+            ));
+            return Vec::new();
+        }
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        missing(&format!("corpus subdirectories in {}", dir.display()));
+    }
+    names
+}
+
+/// Every regular file under `corpus_dir()/subdir` (recursively), sorted by path.
+///
+/// # Panics
+///
+/// Under `CI=true`, when the directory is missing or holds no file; elsewhere that prints a note
+/// and returns an empty list, so the calling test checks nothing and passes.
+pub fn corpus_files(subdir: &str) -> Vec<PathBuf> {
+    let dir = corpus_dir().join(subdir);
+    let mut files = Vec::new();
+    if let Err(err) = collect_files(&dir, &mut files) {
+        missing(&format!(
+            "corpus directory {} ({err}); set {CORPUS_ENV}",
+            dir.display()
+        ));
+        return Vec::new();
+    }
+    files.sort();
+    if files.is_empty() {
+        missing(&format!("corpus files in {}", dir.display()));
+    }
+    files
+}
+
+/// Reads a corpus file, at most `max` bytes of it.
+///
+/// # Panics
+///
+/// When the file cannot be read: [`corpus_files`] listed it, so that is a broken corpus.
+pub fn read_corpus_file(path: &Path, max: usize) -> Vec<u8> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut buf = Vec::new();
+    file.take(max as u64)
+        .read_to_end(&mut buf)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    buf
+}
+
+/// The kinds of data [`data`] and [`generate`] produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DataKind {
+    /// Uniformly random bytes: incompressible.
+    Random,
+    /// A short pattern repeated with rare mutations, and runs of one byte.
+    Repetitive,
+    /// Words from a small vocabulary separated by spaces, punctuation and newlines.
+    Text,
+    /// Fixed-size little-endian records with counters and small integers.
+    Binary,
+    /// Segments of the other kinds one after another.
+    Mixed,
+}
+
+impl DataKind {
+    /// All kinds, for table tests.
+    pub const ALL: [DataKind; 5] = [
+        DataKind::Random,
+        DataKind::Repetitive,
+        DataKind::Text,
+        DataKind::Binary,
+        DataKind::Mixed,
+    ];
+}
+
+/// Deterministically generates `len` bytes of `kind` from `seed`.
+pub fn generate(kind: DataKind, len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(len);
+    fill(kind, len, &mut rng, &mut out);
+    debug_assert_eq!(out.len(), len);
+    out
+}
+
+/// Inputs of every [`DataKind`], 0 to [`MAX_DATA_LEN`] bytes, weighted toward small sizes.
+///
+/// Bytes are expanded from a (kind, length, seed) triple, so generation is fast and shrinking
+/// works on the length.
+pub fn data() -> BoxedStrategy<Vec<u8>> {
+    data_up_to(MAX_DATA_LEN)
+}
+
+/// Like [`data`], with at most `max` bytes.
+pub fn data_up_to(max: usize) -> BoxedStrategy<Vec<u8>> {
+    (kind(), length(max), any::<u64>())
+        .prop_map(|(kind, len, seed)| generate(kind, len, seed))
+        .boxed()
+}
+
+/// Any [`DataKind`].
+pub fn kind() -> BoxedStrategy<DataKind> {
+    prop_oneof![
+        Just(DataKind::Random),
+        Just(DataKind::Repetitive),
+        Just(DataKind::Text),
+        Just(DataKind::Binary),
+        Just(DataKind::Mixed),
+    ]
+    .boxed()
+}
+
+/// Lengths up to `max`: mostly under 4 KB, some up to 64 KB, a few beyond.
+pub fn length(max: usize) -> BoxedStrategy<usize> {
+    let cap = |n: usize| n.min(max);
+    prop_oneof![
+        1 => Just(0),
+        4 => 1..=cap(256).max(1),
+        4 => cap(256)..=cap(4096),
+        2 => cap(4096)..=cap(65_536),
+        1 => cap(65_536)..=max,
+    ]
+    .prop_map(move |n| n.min(max))
+    .boxed()
+}
+
+/// Ways to cut an input of `len` bytes into calls: the returned lengths sum to `len`.
+///
+/// Mixes one big call, random cuts, random cuts with empty calls inserted, and (for inputs up
+/// to 512 bytes) one byte per call.
+pub fn splits(len: usize) -> BoxedStrategy<Vec<usize>> {
+    let one_call = Just(vec![len]);
+    let random = vec(0..=len, 1..16).prop_map(move |cuts| lengths_from_cuts(len, cuts));
+    let with_empty =
+        (vec(0..=len, 0..8), vec(any::<usize>(), 1..4)).prop_map(move |(cuts, empties)| {
+            let mut lengths = lengths_from_cuts(len, cuts);
+            for at in empties {
+                let at = at % (lengths.len() + 1);
+                lengths.insert(at, 0);
+            }
+            lengths
+        });
+    if len <= 512 {
+        prop_oneof![
+            1 => Just(vec![1; len]),
+            3 => random,
+            2 => with_empty,
+            2 => one_call,
+        ]
+        .boxed()
+    } else {
+        prop_oneof![3 => random, 2 => with_empty, 2 => one_call].boxed()
+    }
+}
+
+/// An input and a way to split it, for round-trip properties.
+pub fn data_and_splits(max: usize) -> BoxedStrategy<(Vec<u8>, Vec<usize>)> {
+    data_up_to(max)
+        .prop_flat_map(|input| {
+            let len = input.len();
+            (Just(input), splits(len))
+        })
+        .boxed()
+}
+
+/// Cuts `input` into consecutive slices of the given lengths.
+///
+/// # Panics
+///
+/// If the lengths do not sum to `input.len()` (a bug in the test, not in data).
+pub fn split_input<'a>(input: &'a [u8], lengths: &[usize]) -> Vec<&'a [u8]> {
+    assert_eq!(
+        lengths.iter().sum::<usize>(),
+        input.len(),
+        "split lengths must cover the input"
+    );
+    let mut rest = input;
+    lengths
+        .iter()
+        .map(|&n| {
+            let (head, tail) = rest.split_at(n);
+            rest = tail;
+            head
+        })
+        .collect()
+}
+
+/// Whether the external program `name` is on `PATH`.
+///
+/// # Panics
+///
+/// Under `CI=true` when it is not; elsewhere that prints a note and returns false so the caller
+/// can skip.
+pub fn require_tool(name: &str) -> bool {
+    if find_on_path(name).is_some() {
+        return true;
+    }
+    missing(&format!("tool `{name}` on PATH"));
+    false
+}
+
+/// Runs `cmd args…` with `input` on its stdin and returns its stdout.
+///
+/// # Errors
+///
+/// A description (with stderr) if the program cannot start or exits unsuccessfully.
+pub fn run_with_stdin(cmd: &str, args: &[&str], input: &[u8]) -> Result<Vec<u8>, String> {
+    let describe = || format!("{cmd} {}", args.join(" "));
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: cannot start: {e}", describe()))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| format!("{}: no stdin pipe", describe()))?;
+    // Write from another thread: a child that fills its stdout pipe before reading all of its
+    // stdin would otherwise deadlock against us.
+    let output = std::thread::scope(|s| {
+        let writer = s.spawn(move || stdin.write_all(input));
+        let output = child.wait_with_output();
+        let written = writer
+            .join()
+            .map_err(|_| "stdin writer panicked".to_string());
+        (output, written)
+    });
+    let (output, written) = output;
+    let output = output.map_err(|e| format!("{}: {e}", describe()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{}: {}: {}",
+            describe(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    // A broken pipe on stdin only matters if the program otherwise succeeded without reading
+    // everything, which would be a tool that ignores input: report it.
+    written?.map_err(|e| format!("{}: writing stdin: {e}", describe()))?;
+    Ok(output.stdout)
+}
+
+/// Writes a failing input to a file in the temp directory, prints its path to stderr and
+/// returns it, so a failure found by a large or random input can be replayed.
+pub fn save_failure(label: &str, input: &[u8]) -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!(
+        "zipwire-failure-{safe}-{}-{nanos}.bin",
+        std::process::id()
+    ));
+    match std::fs::write(&path, input) {
+        Ok(()) => eprintln!(
+            "zipwire-testkit: failing input ({label}, {} bytes) saved to {}",
+            input.len(),
+            path.display()
+        ),
+        Err(e) => eprintln!(
+            "zipwire-testkit: could not save failing input ({label}) to {}: {e}",
+            path.display()
+        ),
+    }
+    path
+}
+
+fn missing(what: &str) {
+    if is_ci() {
+        panic!("missing {what}: CI=true, so this fails instead of skipping");
+    }
+    eprintln!("zipwire-testkit: note: missing {what}; skipping (this would fail under CI=true)");
+}
+
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, files)?;
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+fn lengths_from_cuts(len: usize, mut cuts: Vec<usize>) -> Vec<usize> {
+    cuts.sort_unstable();
+    let mut lengths = Vec::with_capacity(cuts.len() + 1);
+    let mut prev = 0;
+    for cut in cuts {
+        lengths.push(cut - prev);
+        prev = cut;
+    }
+    lengths.push(len - prev);
+    lengths
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "of",
+    "and",
+    "a",
+    "to",
+    "in",
+    "is",
+    "you",
+    "that",
+    "it",
+    "he",
+    "was",
+    "for",
+    "on",
+    "are",
+    "as",
+    "with",
+    "his",
+    "they",
+    "at",
+    "be",
+    "this",
+    "have",
+    "from",
+    "compression",
+    "proxy",
+    "stream",
+    "header",
+    "encoding",
+    "gzip",
+    "deflate",
+    "window",
+    "<div>",
+    "</div>",
+    "{\"id\":",
+    "\"name\":",
+    "null,",
+    "true,",
+    "0",
+    "42",
+    "2026-05-19T08:00:00Z",
+];
+
+fn fill(kind: DataKind, len: usize, rng: &mut Rng, out: &mut Vec<u8>) {
+    let end = out.len() + len;
+    match kind {
+        DataKind::Random => {
+            while out.len() < end {
+                let word = rng.next().to_le_bytes();
+                let take = (end - out.len()).min(8);
+                out.extend_from_slice(&word[..take]);
+            }
+        }
+        DataKind::Repetitive => {
+            let pattern: Vec<u8> = (0..rng.below(64) + 1).map(|_| rng.next() as u8).collect();
+            while out.len() < end {
+                if rng.below(8) == 0 {
+                    let run = rng.below(300) + 1;
+                    let byte = rng.next() as u8;
+                    out.extend(std::iter::repeat_n(byte, run));
+                } else {
+                    out.extend_from_slice(&pattern);
+                    if rng.below(16) == 0 {
+                        out.push(rng.next() as u8);
+                    }
+                }
+            }
+        }
+        DataKind::Text => {
+            let mut words_on_line = 0;
+            while out.len() < end {
+                out.extend_from_slice(WORDS[rng.below(WORDS.len())].as_bytes());
+                words_on_line += 1;
+                match rng.below(20) {
+                    0 => out.extend_from_slice(b". "),
+                    1 => out.extend_from_slice(b", "),
+                    _ if words_on_line > 8 + rng.below(6) => {
+                        out.push(b'\n');
+                        words_on_line = 0;
+                    }
+                    _ => out.push(b' '),
+                }
+            }
+        }
+        DataKind::Binary => {
+            let mut id = rng.next() as u32 & 0xffff;
+            let tag: [u8; 4] = (rng.next() as u32).to_le_bytes();
+            while out.len() < end {
+                id = id.wrapping_add(1);
+                out.extend_from_slice(&id.to_le_bytes());
+                out.extend_from_slice(&(rng.below(100) as u16).to_le_bytes());
+                out.push(rng.below(4) as u8);
+                out.push(0);
+                out.extend_from_slice(&tag);
+                out.extend_from_slice(&(rng.below(1000) as i32 - 500).to_le_bytes());
+            }
+        }
+        DataKind::Mixed => {
+            while out.len() < end {
+                let segment = (rng.below(8192) + 1).min(end - out.len());
+                let kind = [
+                    DataKind::Random,
+                    DataKind::Repetitive,
+                    DataKind::Text,
+                    DataKind::Binary,
+                ][rng.below(4)];
+                fill(kind, segment, rng, out);
+            }
+        }
+    }
+    out.truncate(end);
+}
+
+/// splitmix64: small, fast and good enough to make test data.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generate_gives_the_exact_length_for_every_kind() {
+        for kind in DataKind::ALL {
+            for len in [0, 1, 7, 100, 4097, 70_000] {
+                assert_eq!(generate(kind, len, 3).len(), len, "{kind:?} {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn generate_is_deterministic_and_seeded() {
+        assert_eq!(
+            generate(DataKind::Mixed, 5000, 1),
+            generate(DataKind::Mixed, 5000, 1)
+        );
+        assert_ne!(
+            generate(DataKind::Random, 64, 1),
+            generate(DataKind::Random, 64, 2)
+        );
+    }
+
+    #[test]
+    fn text_looks_like_text() {
+        let text = generate(DataKind::Text, 10_000, 9);
+        assert!(text.iter().all(|b| b.is_ascii()));
+        assert!(text.contains(&b'\n') && text.contains(&b' '));
+    }
+
+    #[test]
+    fn split_input_covers_the_input_in_order() {
+        let input: Vec<u8> = (0..10).collect();
+        let parts = split_input(&input, &[0, 3, 0, 7]);
+        assert_eq!(parts.len(), 4);
+        assert_eq!(parts.concat(), input);
+        assert!(parts[0].is_empty() && parts[2].is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "must cover")]
+    fn split_input_rejects_lengths_that_do_not_sum() {
+        split_input(b"abc", &[1, 1]);
+    }
+
+    #[test]
+    fn cuts_become_lengths() {
+        assert_eq!(lengths_from_cuts(10, vec![7, 2, 2]), vec![2, 0, 5, 3]);
+        assert_eq!(lengths_from_cuts(0, vec![]), vec![0]);
+    }
+
+    #[test]
+    fn run_with_stdin_returns_stdout_and_reports_failure() {
+        if !require_tool("cat") {
+            return;
+        }
+        let big = generate(DataKind::Random, 1 << 20, 5);
+        assert_eq!(run_with_stdin("cat", &[], &big).as_deref(), Ok(&big[..]));
+        assert!(run_with_stdin("false", &[], b"").is_err());
+        assert!(run_with_stdin("zipwire-no-such-tool", &[], b"").is_err());
+    }
+
+    #[test]
+    fn corpus_dir_honours_the_environment_default() {
+        if std::env::var_os(CORPUS_ENV).is_none() {
+            assert!(corpus_dir().ends_with("shared/corpus"));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn splits_always_sum_to_the_length((len, lengths) in (0usize..2000).prop_flat_map(|n| (Just(n), splits(n)))) {
+            prop_assert_eq!(lengths.iter().sum::<usize>(), len);
+            prop_assert!(!lengths.is_empty());
+        }
+
+        #[test]
+        fn data_respects_its_cap(input in data_up_to(1000)) {
+            prop_assert!(input.len() <= 1000);
+        }
+    }
+}
