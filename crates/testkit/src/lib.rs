@@ -4,7 +4,7 @@
 //!
 //! - Corpus: [`corpus_dir`] (from `$ZIPWIRE_CORPUS`, else `../shared/corpus` beside the
 //!   workspace), [`corpus_subdirs`] and [`corpus_files`].
-//! - Data: [`data`] and [`data_up_to`] generate random, repetitive, text-like, binary-like and
+//! - Data: [`data`], [`data_up_to`] and [`data_of`] generate random, repetitive, text-like, binary-like and
 //!   mixed inputs; [`generate`] makes the same kinds deterministically for table tests;
 //!   [`splits`] cuts an input into call lengths and [`split_input`] applies them.
 //! - Tools: [`require_tool`] and [`run_with_stdin`] run `gzip`, `pigz`, `python3` and friends.
@@ -167,18 +167,89 @@ pub fn generate(kind: DataKind, len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// A generated input: its bytes and the recipe that made them.
+///
+/// Dereferences to `[u8]`. Its `Debug` prints the recipe and the first bytes rather than every
+/// byte, so a failing proptest case stays readable and can be rebuilt with [`generate`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Data {
+    kind: DataKind,
+    seed: u64,
+    bytes: Vec<u8>,
+}
+
+impl Data {
+    /// Generates `len` bytes of `kind` from `seed` (as [`generate`] does).
+    pub fn new(kind: DataKind, len: usize, seed: u64) -> Data {
+        Data {
+            kind,
+            seed,
+            bytes: generate(kind, len, seed),
+        }
+    }
+
+    /// The kind of data.
+    pub fn kind(&self) -> DataKind {
+        self.kind
+    }
+
+    /// The seed it was generated from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The bytes, owned.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head = &self.bytes[..self.bytes.len().min(32)];
+        write!(
+            f,
+            "generate(DataKind::{:?}, {}, {:#x}) /* starts {:02x?} */",
+            self.kind,
+            self.bytes.len(),
+            self.seed,
+            head
+        )
+    }
+}
+
 /// Inputs of every [`DataKind`], 0 to [`MAX_DATA_LEN`] bytes, weighted toward small sizes.
 ///
-/// Bytes are expanded from a (kind, length, seed) triple, so generation is fast and shrinking
-/// works on the length.
-pub fn data() -> BoxedStrategy<Vec<u8>> {
+/// Bytes are expanded from a (kind, length, seed) triple, so generation is fast, shrinking
+/// works on the length, and a failing case prints as the [`generate`] call that rebuilds it.
+pub fn data() -> BoxedStrategy<Data> {
     data_up_to(MAX_DATA_LEN)
 }
 
 /// Like [`data`], with at most `max` bytes.
-pub fn data_up_to(max: usize) -> BoxedStrategy<Vec<u8>> {
+pub fn data_up_to(max: usize) -> BoxedStrategy<Data> {
     (kind(), length(max), any::<u64>())
-        .prop_map(|(kind, len, seed)| generate(kind, len, seed))
+        .prop_map(|(kind, len, seed)| Data::new(kind, len, seed))
+        .boxed()
+}
+
+/// Like [`data_up_to`], of one kind only (say, [`DataKind::Random`] for incompressible input).
+pub fn data_of(kind: DataKind, max: usize) -> BoxedStrategy<Data> {
+    (length(max), any::<u64>())
+        .prop_map(move |(len, seed)| Data::new(kind, len, seed))
         .boxed()
 }
 
@@ -238,7 +309,7 @@ pub fn splits(len: usize) -> BoxedStrategy<Vec<usize>> {
 }
 
 /// An input and a way to split it, for round-trip properties.
-pub fn data_and_splits(max: usize) -> BoxedStrategy<(Vec<u8>, Vec<usize>)> {
+pub fn data_and_splits(max: usize) -> BoxedStrategy<(Data, Vec<usize>)> {
     data_up_to(max)
         .prop_flat_map(|input| {
             let len = input.len();
@@ -571,6 +642,16 @@ mod tests {
     }
 
     #[test]
+    fn data_debug_prints_the_recipe_not_the_bytes() {
+        let shown = format!("{:?}", Data::new(DataKind::Random, 100_000, 0x2a));
+        assert!(
+            shown.starts_with("generate(DataKind::Random, 100000, 0x2a)"),
+            "{shown}"
+        );
+        assert!(shown.len() < 300, "{shown}");
+    }
+
+    #[test]
     fn text_looks_like_text() {
         let text = generate(DataKind::Text, 10_000, 9);
         assert!(text.iter().all(|b| b.is_ascii()));
@@ -626,6 +707,12 @@ mod tests {
         #[test]
         fn data_respects_its_cap(input in data_up_to(1000)) {
             prop_assert!(input.len() <= 1000);
+        }
+
+        #[test]
+        fn data_rebuilds_from_its_recipe(input in data_of(DataKind::Mixed, 10_000)) {
+            prop_assert_eq!(input.kind(), DataKind::Mixed);
+            prop_assert_eq!(generate(input.kind(), input.len(), input.seed()), input.as_bytes());
         }
     }
 }
