@@ -1,1 +1,47 @@
-fn main(){}
+//! `zipwire`: compression offload for data in transit.
+//!
+//! The binary only parses flags, dispatches to a subcommand and maps errors to exit codes; the
+//! work lives in the library crates. Subcommands today: `bench codec`.
+
+#![forbid(unsafe_code)]
+
+mod bench;
+mod cli;
+mod sample;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        // Someone closed our stdout (`zipwire bench codec | head`): nothing left to say.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("zipwire: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let code = match cli.command {
+        Command::Bench(args) => bench::run(&args, &mut out)?,
+    };
+    out.flush()?;
+    Ok(code)
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io_err| io_err.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,160 @@
+//! `zipwire bench codec`: ours against zlib-rs and libdeflate on the same files, one thread.
+//!
+//! Method: one warm-up round (not counted) compresses every file with every engine and checks
+//! that each output decompresses to its input. Then timed rounds alternate between engines:
+//! in each round every engine takes one turn, in an order rotated by one each round, so slow
+//! drift (turbo, thermal, noisy neighbours) hits all engines alike. A turn is one pass over all
+//! files, one whole file per stream; with `--seconds`, a fast engine makes several passes per
+//! turn so that every engine is timed for about the same share of the total. An engine's speed
+//! is input bytes over the sum of its turns' times.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use flate2::read::GzDecoder;
+
+use super::engine::{self, Engine};
+use super::input::{self, File};
+use super::report::{self, Measurement, Run};
+use crate::cli::CodecArgs;
+
+/// Total measuring time when neither `--rounds` nor `--seconds` is given.
+const DEFAULT_SECONDS: f64 = 8.0;
+/// The fewest timed rounds when the time target decides.
+const MIN_ROUNDS: u32 = 3;
+/// How long one engine's turn should last when the time target decides: long enough to time
+/// well, short enough to give many alternations.
+const TURN_SECONDS: f64 = 0.1;
+
+/// Runs the benchmark and writes the table (or JSON) to `out`.
+///
+/// # Errors
+///
+/// An unreadable input, an engine error, or an output that does not decompress to its input.
+pub fn run(args: &CodecArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let input = input::load(&args.files)?;
+    let mut engines = engine::lineup(&args.levels)?;
+
+    let mut warm_up = Vec::with_capacity(engines.len());
+    let mut out_bytes = Vec::with_capacity(engines.len());
+    for engine in &mut engines {
+        let (elapsed, bytes) = warm_up_and_verify(engine, &input.files)?;
+        warm_up.push(elapsed);
+        out_bytes.push(bytes);
+    }
+
+    let plan = Plan::new(args, &warm_up);
+    let timed = measure(&mut engines, &input.files, &plan)?;
+
+    let in_bytes = input.total_bytes();
+    let measurements: Vec<Measurement> = engines
+        .iter()
+        .enumerate()
+        .map(|(i, engine)| {
+            let passes = u64::from(plan.rounds) * u64::from(plan.passes[i]);
+            Measurement {
+                engine: engine.family().name(),
+                level: engine.level(),
+                mb_per_s: (in_bytes * passes) as f64 / 1e6 / timed[i].as_secs_f64().max(1e-9),
+                ratio: in_bytes as f64 / out_bytes[i].max(1) as f64,
+                seconds: timed[i].as_secs_f64(),
+            }
+        })
+        .collect();
+
+    if args.json {
+        report::json(out, &measurements)?;
+    } else {
+        let run = Run {
+            input: &input,
+            rounds: plan.rounds,
+            measurements: &measurements,
+        };
+        report::table(out, &run)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How many timed rounds, and how many passes over all files each engine makes per turn.
+struct Plan {
+    rounds: u32,
+    passes: Vec<u32>,
+}
+
+impl Plan {
+    fn new(args: &CodecArgs, warm_up: &[Duration]) -> Plan {
+        if let Some(rounds) = args.rounds {
+            return Plan {
+                rounds,
+                passes: vec![1; warm_up.len()],
+            };
+        }
+        let per_engine = args.seconds.unwrap_or(DEFAULT_SECONDS) / warm_up.len() as f64;
+        // A turn is at least one pass, so the slowest engine's pass sets the shortest turn.
+        let slowest = warm_up.iter().max().map_or(0.0, Duration::as_secs_f64);
+        let rounds = ((per_engine / TURN_SECONDS.max(slowest)) as u32).max(MIN_ROUNDS);
+        let turn = per_engine / f64::from(rounds);
+        let passes = warm_up
+            .iter()
+            .map(|pass| {
+                (turn / pass.as_secs_f64().max(1e-9))
+                    .round()
+                    .clamp(1.0, 1e6) as u32
+            })
+            .collect();
+        Plan { rounds, passes }
+    }
+}
+
+/// Compresses every file once, untimed except for the compression calls themselves, checks
+/// each output, and returns (compression time, total output bytes).
+fn warm_up_and_verify(engine: &mut Engine, files: &[File]) -> anyhow::Result<(Duration, u64)> {
+    let mut elapsed = Duration::ZERO;
+    let mut out_bytes = 0;
+    let mut plain = Vec::new();
+    let label = engine.label();
+    for file in files {
+        let start = Instant::now();
+        let compressed = engine
+            .compress(&file.data)
+            .with_context(|| format!("{}: {label}", file.name))?;
+        elapsed += start.elapsed();
+        out_bytes += compressed.len() as u64;
+
+        plain.clear();
+        let decoded = GzDecoder::new(compressed).read_to_end(&mut plain);
+        if decoded.is_err() || plain != file.data {
+            bail!(
+                "{}: {} output does not decompress to the input",
+                file.name,
+                engine.label()
+            );
+        }
+    }
+    Ok((elapsed, out_bytes))
+}
+
+/// Runs the timed rounds and returns each engine's total time.
+fn measure(engines: &mut [Engine], files: &[File], plan: &Plan) -> anyhow::Result<Vec<Duration>> {
+    let count = engines.len();
+    let mut timed = vec![Duration::ZERO; count];
+    for round in 0..plan.rounds as usize {
+        for turn in 0..count {
+            let i = (turn + round) % count;
+            let engine = &mut engines[i];
+            let label = engine.label();
+            let start = Instant::now();
+            for _ in 0..plan.passes[i] {
+                for file in files {
+                    engine
+                        .compress(&file.data)
+                        .with_context(|| format!("{}: {label}", file.name))?;
+                }
+            }
+            timed[i] += start.elapsed();
+        }
+    }
+    Ok(timed)
+}
