@@ -1,5 +1,14 @@
 //! The stateless encoder: per-stream state, per-thread scratch, and the block pipeline.
 
+mod bits;
+mod block;
+mod huffman;
+mod lz77;
+mod scratch;
+mod tables;
+
+pub use scratch::Scratch;
+
 use crate::error::EncodeError;
 use crate::format::{gzip, zlib, Format};
 use crate::level::Level;
@@ -116,40 +125,6 @@ impl Encoder {
     }
 }
 
-/// Per-thread working memory of the stateless encoder: hash tables, token buffer, Huffman
-/// tables. One `Scratch` serves any number of streams, one call at a time.
-#[derive(Debug, Default)]
-pub struct Scratch {
-    _reserved: (),
-}
-
-impl Scratch {
-    /// Allocates scratch memory (about 300 KB once used).
-    pub fn new() -> Scratch {
-        Scratch::default()
-    }
-
-    fn compress(&mut self, _level: u8, input: &[u8], is_final: bool, out: &mut Vec<u8>) {
-        // Stored blocks only, until the LZ77/Huffman pipeline lands.
-        let mut chunks = input.chunks(65_535).peekable();
-        if chunks.peek().is_none() {
-            out.extend_from_slice(&[u8::from(is_final), 0, 0, 0xff, 0xff]);
-            return;
-        }
-        while let Some(chunk) = chunks.next() {
-            let last = chunks.peek().is_none();
-            out.push(u8::from(is_final && last));
-            let len = chunk.len() as u16;
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&(!len).to_le_bytes());
-            out.extend_from_slice(chunk);
-        }
-        if !is_final {
-            out.extend_from_slice(&[0, 0, 0, 0xff, 0xff]);
-        }
-    }
-}
-
 /// One-shot compression of `input` at any level (1-3 stateless, 4-9 through zlib-rs).
 pub fn compress(format: Format, level: Level, input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len() / 2 + 64);
@@ -159,7 +134,7 @@ pub fn compress(format: Format, level: Level, input: &[u8]) -> Vec<u8> {
         enc.finish(&mut scratch, input, &mut out).expect("fresh encoder");
     } else {
         let mut enc = crate::StatefulEncoder::new(format, level);
-        enc.finish(input, &mut out);
+        enc.finish(input, &mut out).expect("fresh encoder");
     }
     out
 }
@@ -167,9 +142,135 @@ pub fn compress(format: Format, level: Level, input: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{decompress, Limits};
+
+    /// Deterministic test data: text-like with repeats, then noise, then runs.
+    fn sample(len: usize, seed: u64) -> Vec<u8> {
+        let words: [&[u8]; 8] = [b"alpha ", b"beta ", b"<div class=\"x\">", b"gamma\n", b"0123", b"{\"k\":", b"zz", b" "];
+        let mut x = seed | 1;
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 10 {
+                0 => out.push((x >> 8) as u8),
+                1 => out.extend(std::iter::repeat_n(b'a', (x >> 20) as usize % 300)),
+                _ => out.extend_from_slice(words[(x >> 32) as usize % words.len()]),
+            }
+        }
+        out.truncate(len);
+        out
+    }
+
+    fn encode_calls(format: Format, level: u8, calls: &[&[u8]], scratch: &mut Scratch) -> Vec<u8> {
+        let mut enc = Encoder::new(format, Level::try_from(level).unwrap()).unwrap();
+        let mut out = Vec::new();
+        let (last, rest) = calls.split_last().unwrap();
+        for call in rest {
+            enc.encode(scratch, call, &mut out).unwrap();
+        }
+        enc.finish(scratch, last, &mut out).unwrap();
+        out
+    }
 
     #[test]
     fn stream_state_fits_in_64_bytes() {
         assert!(std::mem::size_of::<Encoder>() <= 64, "{}", std::mem::size_of::<Encoder>());
+    }
+
+    #[test]
+    fn edge_sizes_round_trip_in_every_format_and_level() {
+        let mut scratch = Scratch::new();
+        for len in [0, 1, 3, 4, 5, 8, 257, 258, 259, 4096, 65_535, 65_536, 200_000] {
+            let data = sample(len, len as u64 + 7);
+            for format in Format::ALL {
+                for level in 1..=3 {
+                    let wire = encode_calls(format, level, &[&data], &mut scratch);
+                    let back = decompress(format, &wire, Limits::default()).unwrap();
+                    assert!(back == data, "len {len} {format} level {level}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn output_does_not_depend_on_what_the_scratch_did_before() {
+        let a = sample(100_000, 1);
+        let b = sample(70_000, 2);
+        for level in 1..=3 {
+            // Reference: each stream alone on a fresh scratch.
+            let alone_a = encode_calls(Format::Gzip, level, &[&a[..40_000], &a[40_000..]], &mut Scratch::new());
+            let alone_b = encode_calls(Format::Gzip, level, &[&b[..10], &b[10..]], &mut Scratch::new());
+            // Interleaved on one scratch, after it has seen both streams' data.
+            let mut shared = Scratch::new();
+            let _ = encode_calls(Format::Gzip, level, &[&b, &a], &mut shared);
+            let mut enc_a = Encoder::new(Format::Gzip, Level::try_from(level).unwrap()).unwrap();
+            let mut enc_b = Encoder::new(Format::Gzip, Level::try_from(level).unwrap()).unwrap();
+            let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+            enc_a.encode(&mut shared, &a[..40_000], &mut out_a).unwrap();
+            enc_b.encode(&mut shared, &b[..10], &mut out_b).unwrap();
+            enc_a.finish(&mut shared, &a[40_000..], &mut out_a).unwrap();
+            enc_b.finish(&mut shared, &b[10..], &mut out_b).unwrap();
+            assert!(out_a == alone_a && out_b == alone_b, "level {level}");
+        }
+    }
+
+    #[test]
+    fn every_call_ends_byte_aligned_and_decodes_so_far() {
+        let data = sample(50_000, 3);
+        let mut scratch = Scratch::new();
+        let mut enc = Encoder::new(Format::Raw, Level::FASTEST).unwrap();
+        let mut out = Vec::new();
+        for (i, chunk) in data.chunks(7_000).enumerate() {
+            enc.encode(&mut scratch, chunk, &mut out).unwrap();
+            assert_eq!(&out[out.len() - 4..], &[0, 0, 0xff, 0xff], "call {i} ends with a sync marker");
+            let mut inflate = flate2::Decompress::new(false);
+            let mut plain = Vec::with_capacity(60_000);
+            inflate.decompress_vec(&out, &mut plain, flate2::FlushDecompress::Sync).unwrap();
+            assert_eq!(plain, &data[..(7_000 * (i + 1)).min(data.len())]);
+        }
+    }
+
+    #[test]
+    fn incompressible_input_costs_only_stored_block_framing() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        for level in 1..=3 {
+            let wire = encode_calls(Format::Raw, level, &[&noise], &mut Scratch::new());
+            let bound = noise.len() + 5 * noise.len().div_ceil(65_535) + 5;
+            assert!(wire.len() <= bound, "level {level}: {} > {bound}", wire.len());
+        }
+    }
+
+    #[test]
+    fn compressible_input_shrinks_at_every_level() {
+        let data = sample(100_000, 9);
+        let mut sizes = Vec::new();
+        for level in 1..=3 {
+            sizes.push(encode_calls(Format::Raw, level, &[&data], &mut Scratch::new()).len());
+        }
+        assert!(sizes[0] * 3 < data.len(), "{sizes:?}");
+        assert!(sizes[2] <= sizes[0], "higher levels are not worse: {sizes:?}");
+    }
+
+    #[test]
+    fn calls_after_finish_are_refused_and_levels_checked() {
+        let mut scratch = Scratch::new();
+        let mut enc = Encoder::new(Format::Zlib, Level::FASTEST).unwrap();
+        let mut out = Vec::new();
+        enc.finish(&mut scratch, b"x", &mut out).unwrap();
+        let len = out.len();
+        assert_eq!(enc.encode(&mut scratch, b"y", &mut out), Err(EncodeError::Finished));
+        assert_eq!(enc.finish(&mut scratch, b"y", &mut out), Err(EncodeError::Finished));
+        assert_eq!(out.len(), len);
+        assert!(matches!(Encoder::new(Format::Gzip, Level::DEFAULT), Err(EncodeError::InvalidLevel { level: 6 })));
     }
 }

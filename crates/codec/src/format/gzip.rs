@@ -128,13 +128,13 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> 
             _ => {}
         }
     }
+    if buf.get(3).is_some_and(|&flg| flg & FRESERVED != 0) {
+        return Err(HeaderError::Invalid);
+    }
     if buf.len() < 10 {
         return Ok(None);
     }
     let flg = buf[3];
-    if flg & FRESERVED != 0 {
-        return Err(HeaderError::Invalid);
-    }
     let mut header = Header {
         mtime: u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]),
         is_text: flg & FTEXT != 0,

@@ -1,0 +1,114 @@
+//! LSB-first bit writer over a `u64` accumulator, flushed eight bytes at a time.
+
+/// Appends bits to a `Vec<u8>` the way deflate packs them (least significant bit first).
+///
+/// The accumulator holds fewer than 8 bits after every [`BitWriter::flush`]; callers put at most
+/// 56 bits between flushes. Space is reserved up front with [`BitWriter::reserve`], so the hot
+/// path writes into an already-sized buffer.
+pub(crate) struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    pos: usize,
+    acc: u64,
+    nbits: u32,
+}
+
+impl<'a> BitWriter<'a> {
+    /// Starts writing at the end of `out`, byte-aligned.
+    pub(crate) fn new(out: &'a mut Vec<u8>) -> BitWriter<'a> {
+        let pos = out.len();
+        BitWriter { out, pos, acc: 0, nbits: 0 }
+    }
+
+    /// Makes room for `bytes` more bytes of output (plus the 8-byte flush overhang).
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        let need = self.pos + bytes + 16;
+        if self.out.len() < need {
+            self.out.resize(need, 0);
+        }
+    }
+
+    /// Adds the low `n` bits of `bits` (which has no bits set above them).
+    #[inline(always)]
+    pub(crate) fn put(&mut self, bits: u64, n: u32) {
+        debug_assert!(self.nbits + n <= 64 && (n == 64 || bits >> n == 0));
+        self.acc |= bits << self.nbits;
+        self.nbits += n;
+    }
+
+    /// Moves whole bytes from the accumulator to the buffer.
+    #[inline(always)]
+    pub(crate) fn flush(&mut self) {
+        let bytes = (self.nbits >> 3) as usize;
+        // `reserve` guarantees 8 writable bytes past `pos`; the slice check stays as a guard.
+        if let Some(dst) = self.out.get_mut(self.pos..self.pos + 8) {
+            dst.copy_from_slice(&self.acc.to_le_bytes());
+        } else {
+            self.slow_flush(bytes);
+            return;
+        }
+        self.pos += bytes;
+        self.acc = if bytes == 8 { 0 } else { self.acc >> (bytes * 8) };
+        self.nbits &= 7;
+    }
+
+    #[cold]
+    fn slow_flush(&mut self, bytes: usize) {
+        self.reserve(8);
+        let dst = &mut self.out[self.pos..self.pos + 8];
+        dst.copy_from_slice(&self.acc.to_le_bytes());
+        self.pos += bytes;
+        self.acc = if bytes == 8 { 0 } else { self.acc >> (bytes * 8) };
+        self.nbits &= 7;
+    }
+
+    /// Pads with zero bits to the next byte boundary.
+    pub(crate) fn align(&mut self) {
+        self.nbits = (self.nbits + 7) & !7;
+        self.flush();
+    }
+
+    /// Copies raw bytes; the writer must be byte-aligned.
+    pub(crate) fn bytes(&mut self, data: &[u8]) {
+        debug_assert_eq!(self.nbits, 0);
+        self.reserve(data.len());
+        self.out[self.pos..self.pos + data.len()].copy_from_slice(data);
+        self.pos += data.len();
+    }
+
+    /// Ends writing: pads to a byte boundary and trims the buffer to what was written.
+    pub(crate) fn finish(mut self) {
+        self.align();
+        self.out.truncate(self.pos);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packs_lsb_first_and_trims() {
+        let mut out = vec![0xaa];
+        let mut w = BitWriter::new(&mut out);
+        w.reserve(4);
+        w.put(0b1, 1);
+        w.put(0b10, 2);
+        w.flush();
+        w.put(0x1ff, 9);
+        w.flush();
+        w.finish();
+        // bits: 1, 0 1, then nine ones: 0b1111_1101 0b0000_1111
+        assert_eq!(out, vec![0xaa, 0b1111_1101, 0b0000_1111]);
+    }
+
+    #[test]
+    fn raw_bytes_after_alignment() {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.put(0b101, 3);
+        w.align();
+        w.bytes(&[1, 2, 3]);
+        w.finish();
+        assert_eq!(out, vec![0b101, 1, 2, 3]);
+    }
+}

@@ -1,0 +1,286 @@
+//! Block output: builds the dynamic code for a block's tokens, prices dynamic, fixed and stored
+//! encodings exactly, and writes the cheapest.
+
+use super::bits::BitWriter;
+use super::huffman::{canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN};
+use super::lz77::{Tokens, MATCH_FLAG};
+use super::tables::{
+    dist_code, fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK, LENGTH_BASE, LENGTH_CODE,
+    LENGTH_EXTRA, NUM_DIST, NUM_LITLEN,
+};
+
+/// Largest payload of one stored block.
+const MAX_STORED: usize = 65_535;
+
+/// A literal/length and distance code ready for output.
+#[derive(Clone)]
+struct Code {
+    lit_lens: [u8; 288],
+    dist_lens: [u8; 32],
+    /// Per literal/end-of-block symbol: `bits | nbits << 24`.
+    lit: [u32; 257],
+    /// Per match length − 3: the length symbol's code and its extra bits, `bits | nbits << 24`.
+    len: [u32; 256],
+    dist_codes: [u16; 32],
+}
+
+impl Code {
+    fn new() -> Code {
+        Code { lit_lens: [0; 288], dist_lens: [0; 32], lit: [0; 257], len: [0; 256], dist_codes: [0; 32] }
+    }
+
+    /// Fills the output tables from `lit_lens` and `dist_lens`.
+    fn build_tables(&mut self) {
+        let mut lit_codes = [0u16; 288];
+        canonical_codes(&self.lit_lens, &mut lit_codes);
+        canonical_codes(&self.dist_lens, &mut self.dist_codes);
+        for ((entry, &code), &len) in self.lit.iter_mut().zip(&lit_codes).zip(&self.lit_lens) {
+            *entry = u32::from(code) | u32::from(len) << 24;
+        }
+        for (l3, entry) in self.len.iter_mut().enumerate() {
+            let code = usize::from(LENGTH_CODE[l3]);
+            let sym = 257 + code;
+            let extra = (l3 as u32 + 3) - u32::from(LENGTH_BASE[code]);
+            let nbits = u32::from(self.lit_lens[sym]) + u32::from(LENGTH_EXTRA[code]);
+            *entry = (u32::from(lit_codes[sym]) | extra << self.lit_lens[sym]) | nbits << 24;
+        }
+    }
+}
+
+/// The encoding chosen for a block, with its exact size in bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Plan {
+    /// Raw bytes in stored blocks.
+    Stored,
+    /// The fixed Huffman code.
+    Fixed {
+        /// Size of the block.
+        bits: u64,
+    },
+    /// A dynamic Huffman code, built by [`BlockWriter::plan`].
+    Dynamic {
+        /// Size of the block, header included.
+        bits: u64,
+        /// The header's layout.
+        header: Header,
+    },
+}
+
+/// Size and counts of a dynamic block header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Header {
+    bits: u64,
+    hlit: usize,
+    hdist: usize,
+    hclen: usize,
+}
+
+/// Per-thread tables of the block writer.
+pub(crate) struct BlockWriter {
+    fixed: Code,
+    dynamic: Code,
+    /// Run-length coded code lengths: `symbol | extra << 8`.
+    rle: Vec<u16>,
+    codelen_lens: [u8; 19],
+    codelen_codes: [u16; 19],
+}
+
+impl BlockWriter {
+    pub(crate) fn new() -> BlockWriter {
+        let mut fixed = Code::new();
+        fixed.lit_lens = fixed_litlen_lengths();
+        fixed.dist_lens = [5; 32];
+        fixed.build_tables();
+        BlockWriter {
+            fixed,
+            dynamic: Code::new(),
+            rle: Vec::with_capacity(NUM_LITLEN + NUM_DIST),
+            codelen_lens: [0; 19],
+            codelen_codes: [0; 19],
+        }
+    }
+
+    /// Prices the block that `tokens` (encoding `raw_len` input bytes) would make as dynamic,
+    /// fixed and stored, and returns the cheapest. The dynamic code is kept for [`Self::emit`].
+    pub(crate) fn plan(&mut self, tokens: &mut Tokens, raw_len: usize) -> Plan {
+        tokens.litlen[END_OF_BLOCK] = 1;
+        let extra_bits: u64 = (0..29)
+            .map(|c| u64::from(tokens.litlen[257 + c]) * u64::from(LENGTH_EXTRA[c]))
+            .chain((0..30).map(|c| u64::from(tokens.dist[c]) * u64::from(DIST_EXTRA[c])))
+            .sum();
+
+        code_lengths(&tokens.litlen, MAX_CODE_LEN, &mut self.dynamic.lit_lens[..NUM_LITLEN]);
+        code_lengths(&tokens.dist, MAX_CODE_LEN, &mut self.dynamic.dist_lens[..NUM_DIST]);
+        let header = self.plan_header();
+        let dynamic_bits = 3 + header.bits + extra_bits + symbol_bits(tokens, &self.dynamic);
+        let fixed_bits = 3 + extra_bits + symbol_bits(tokens, &self.fixed);
+        let stored_chunks = raw_len.div_ceil(MAX_STORED).max(1) as u64;
+        // Header, worst-case padding, LEN/NLEN for each chunk, then the bytes.
+        let stored_bits = stored_chunks * (3 + 32) + 7 + 8 * raw_len as u64;
+
+        if stored_bits <= dynamic_bits.min(fixed_bits) {
+            Plan::Stored
+        } else if fixed_bits <= dynamic_bits {
+            Plan::Fixed { bits: fixed_bits }
+        } else {
+            Plan::Dynamic { bits: dynamic_bits, header }
+        }
+    }
+
+    /// Writes the tokens as the compressed block `plan` chose (not [`Plan::Stored`], which the
+    /// caller writes from the raw bytes so that neighbouring stored blocks merge).
+    pub(crate) fn emit(&mut self, w: &mut BitWriter<'_>, plan: Plan, tokens: &Tokens, is_final: bool) {
+        match plan {
+            Plan::Stored => debug_assert!(false, "stored blocks are written from raw bytes"),
+            Plan::Fixed { bits } => {
+                w.reserve((bits / 8) as usize + 8);
+                w.put(u64::from(is_final) | 0b01 << 1, 3);
+                write_tokens(w, &tokens.list, &self.fixed);
+            }
+            Plan::Dynamic { bits, header } => {
+                w.reserve((bits / 8) as usize + 8);
+                w.put(u64::from(is_final) | 0b10 << 1, 3);
+                self.dynamic.build_tables();
+                self.write_header(w, header);
+                write_tokens(w, &tokens.list, &self.dynamic);
+            }
+        }
+    }
+
+    /// Run-length codes the dynamic code lengths (RFC 1951 §3.2.7) and builds the code-length
+    /// code.
+    fn plan_header(&mut self) -> Header {
+        let code = &self.dynamic;
+        let hlit = 257 + code.lit_lens[257..NUM_LITLEN].iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+        let hdist = 1 + code.dist_lens[1..NUM_DIST].iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+        let mut lens = [0u8; NUM_LITLEN + NUM_DIST];
+        lens[..hlit].copy_from_slice(&code.lit_lens[..hlit]);
+        lens[hlit..hlit + hdist].copy_from_slice(&code.dist_lens[..hdist]);
+        let lens = &lens[..hlit + hdist];
+
+        self.rle.clear();
+        let mut i = 0;
+        while i < lens.len() {
+            let len = lens[i];
+            let run = lens[i..].iter().take_while(|&&l| l == len).count();
+            let mut left = run;
+            if len == 0 {
+                while left >= 11 {
+                    let n = left.min(138);
+                    self.rle.push(18 | ((n - 11) as u16) << 8);
+                    left -= n;
+                }
+                if left >= 3 {
+                    self.rle.push(17 | ((left - 3) as u16) << 8);
+                    left = 0;
+                }
+            } else {
+                self.rle.push(u16::from(len));
+                left -= 1;
+                while left >= 3 {
+                    let n = left.min(6);
+                    self.rle.push(16 | ((n - 3) as u16) << 8);
+                    left -= n;
+                }
+            }
+            for _ in 0..left {
+                self.rle.push(u16::from(len));
+            }
+            i += run;
+        }
+
+        let mut freqs = [0u32; 19];
+        for &item in &self.rle {
+            freqs[usize::from(item & 0xff)] += 1;
+        }
+        code_lengths(&freqs, MAX_CODELEN_CODE_LEN, &mut self.codelen_lens);
+        canonical_codes(&self.codelen_lens, &mut self.codelen_codes);
+        let hclen = 4 + CODELEN_ORDER[4..].iter().rposition(|&s| self.codelen_lens[s] != 0).map_or(0, |i| i + 1);
+        let body: u64 = freqs
+            .iter()
+            .zip(&self.codelen_lens)
+            .enumerate()
+            .map(|(sym, (&f, &l))| u64::from(f) * (u64::from(l) + [2, 3, 7].get(sym.wrapping_sub(16)).copied().unwrap_or(0)))
+            .sum();
+        Header { bits: 14 + 3 * hclen as u64 + body, hlit, hdist, hclen }
+    }
+
+    fn write_header(&self, w: &mut BitWriter<'_>, header: Header) {
+        let Header { hlit, hdist, hclen, .. } = header;
+        w.put((hlit - 257) as u64, 5);
+        w.put((hdist - 1) as u64, 5);
+        w.put((hclen - 4) as u64, 4);
+        for &sym in &CODELEN_ORDER[..hclen] {
+            w.put(u64::from(self.codelen_lens[sym]), 3);
+            w.flush();
+        }
+        for &item in &self.rle {
+            let sym = usize::from(item & 0xff);
+            let extra = u64::from(item >> 8);
+            w.put(u64::from(self.codelen_codes[sym]), u32::from(self.codelen_lens[sym]));
+            match sym {
+                16 => w.put(extra, 2),
+                17 => w.put(extra, 3),
+                18 => w.put(extra, 7),
+                _ => {}
+            }
+            w.flush();
+        }
+    }
+}
+
+/// Bits the literal/length and distance symbols cost under `code`, extra bits excluded.
+fn symbol_bits(tokens: &Tokens, code: &Code) -> u64 {
+    let lit: u64 = tokens.litlen.iter().zip(&code.lit_lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
+    let dist: u64 = tokens.dist.iter().zip(&code.dist_lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
+    lit + dist
+}
+
+/// The hot loop: every token through the code's tables, one flush per token.
+fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
+    for &t in tokens {
+        if t & MATCH_FLAG == 0 {
+            let e = code.lit[(t & 0xff) as usize];
+            w.put(u64::from(e & 0xff_ffff), e >> 24);
+        } else {
+            let e = code.len[(t & 0xff) as usize];
+            w.put(u64::from(e & 0xff_ffff), e >> 24);
+            let d1 = (t >> 8) & 0x7fff;
+            let dc = dist_code(d1);
+            let extra = u64::from(d1 + 1 - u32::from(DIST_BASE[dc]));
+            let nbits = u32::from(code.dist_lens[dc]);
+            w.put(u64::from(code.dist_codes[dc]) | extra << nbits, nbits + u32::from(DIST_EXTRA[dc]));
+        }
+        w.flush();
+    }
+    let e = code.lit[END_OF_BLOCK];
+    w.put(u64::from(e & 0xff_ffff), e >> 24);
+    w.flush();
+}
+
+/// Writes `raw` as stored blocks of at most 65,535 bytes; only the last may be final.
+pub(crate) fn write_stored(w: &mut BitWriter<'_>, raw: &[u8], is_final: bool) {
+    let mut chunks = raw.chunks(MAX_STORED).peekable();
+    if chunks.peek().is_none() {
+        w.reserve(8);
+        w.put(u64::from(is_final), 3);
+        w.align();
+        w.bytes(&[0, 0, 0xff, 0xff]);
+        return;
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        w.reserve(chunk.len() + 8);
+        w.put(u64::from(is_final && last), 3);
+        w.align();
+        let len = chunk.len() as u16;
+        w.bytes(&len.to_le_bytes());
+        w.bytes(&(!len).to_le_bytes());
+        w.bytes(chunk);
+    }
+}
+
+/// Ends a non-final call on a byte boundary with an empty stored block (a zlib sync flush).
+pub(crate) fn write_sync_marker(w: &mut BitWriter<'_>) {
+    write_stored(w, &[], false);
+}

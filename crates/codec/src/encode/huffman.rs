@@ -1,0 +1,232 @@
+//! Length-limited canonical Huffman codes.
+//!
+//! Code lengths come from Moffat and Katajainen's in-place minimum-redundancy algorithm over
+//! the symbols sorted by frequency, then lengths past the limit are folded back with the Kraft
+//! sum adjustment miniz uses. Both are linear after the sort, which matters because the
+//! stateless encoder builds two or three codes for every block.
+
+/// Longest code a deflate literal/length or distance code may use.
+pub(crate) const MAX_CODE_LEN: u32 = 15;
+/// Longest code the code-length alphabet may use.
+pub(crate) const MAX_CODELEN_CODE_LEN: u32 = 7;
+
+/// Computes code lengths (at most `limit`) for `freqs`, into `lens` (same length).
+///
+/// Symbols with frequency 0 get length 0. When fewer than two symbols are used, one or two get
+/// length 1 so that the code is complete, which every inflater accepts.
+pub(crate) fn code_lengths(freqs: &[u32], limit: u32, lens: &mut [u8]) {
+    debug_assert_eq!(freqs.len(), lens.len());
+    debug_assert!(freqs.len() <= 512);
+    lens.fill(0);
+    // Sort keys: frequency above, symbol below, so ties break by symbol and the result is
+    // deterministic.
+    let mut keys = [0u64; 512];
+    let mut n = 0;
+    for (sym, &f) in freqs.iter().enumerate() {
+        if f > 0 {
+            keys[n] = (u64::from(f) << 16) | sym as u64;
+            n += 1;
+        }
+    }
+    if n < 2 {
+        // A lone symbol (or none): pair it with a neighbour so both get 1-bit codes.
+        let used = if n == 1 { (keys[0] & 0xffff) as usize } else { 0 };
+        let other = if used == 0 { 1 } else { 0 };
+        lens[used] = 1;
+        lens[other] = 1;
+        return;
+    }
+    let keys = &mut keys[..n];
+    keys.sort_unstable();
+    let mut a = [0u32; 512];
+    for (slot, key) in a.iter_mut().zip(keys.iter()) {
+        *slot = (key >> 16) as u32;
+    }
+    let a = &mut a[..n];
+    minimum_redundancy(a);
+    // a[i] is now the length of the i-th least frequent symbol; count per length.
+    let mut count = [0u32; 33];
+    for &len in a.iter() {
+        count[len.min(32) as usize] += 1;
+    }
+    enforce_limit(&mut count, limit);
+    // Hand the shortest lengths to the most frequent symbols.
+    let mut next = n;
+    for len in 1..=limit {
+        for _ in 0..count[len as usize] {
+            next -= 1;
+            lens[(keys[next] & 0xffff) as usize] = len as u8;
+        }
+    }
+}
+
+/// Moffat–Katajainen: `a` holds ascending weights; on return, each entry's code length.
+fn minimum_redundancy(a: &mut [u32]) {
+    let n = a.len();
+    // Phase 1: build the tree in place; internal nodes' weights, then parent pointers.
+    a[0] += a[1];
+    let (mut root, mut leaf) = (0usize, 2usize);
+    for next in 1..n - 1 {
+        if leaf >= n || a[root] < a[leaf] {
+            a[next] = a[root];
+            a[root] = next as u32;
+            root += 1;
+        } else {
+            a[next] = a[leaf];
+            leaf += 1;
+        }
+        if leaf >= n || (root < next && a[root] < a[leaf]) {
+            a[next] += a[root];
+            a[root] = next as u32;
+            root += 1;
+        } else {
+            a[next] += a[leaf];
+            leaf += 1;
+        }
+    }
+    // Phase 2: depths of internal nodes.
+    a[n - 2] = 0;
+    for next in (0..n.saturating_sub(2)).rev() {
+        a[next] = a[a[next] as usize] + 1;
+    }
+    // Phase 3: depths of leaves.
+    let (mut avail, mut used, mut depth) = (1i64, 0i64, 0u32);
+    let mut root = n as i64 - 2;
+    let mut next = n as i64 - 1;
+    while avail > 0 {
+        while root >= 0 && a[root as usize] == depth {
+            used += 1;
+            root -= 1;
+        }
+        while avail > used {
+            a[next as usize] = depth;
+            next -= 1;
+            avail -= 1;
+        }
+        avail = 2 * used;
+        depth += 1;
+        used = 0;
+    }
+}
+
+/// Folds code lengths above `limit` into `limit` and restores the Kraft equality by moving
+/// codes down from shorter lengths.
+fn enforce_limit(count: &mut [u32; 33], limit: u32) {
+    let limit = limit as usize;
+    let mut overflow = false;
+    for len in limit + 1..33 {
+        if count[len] > 0 {
+            overflow = true;
+            count[limit] += count[len];
+            count[len] = 0;
+        }
+    }
+    if !overflow {
+        return;
+    }
+    let mut total: u64 = (1..=limit).map(|len| u64::from(count[len]) << (limit - len)).sum();
+    while total > 1 << limit {
+        count[limit] -= 1;
+        for len in (1..limit).rev() {
+            if count[len] > 0 {
+                count[len] -= 1;
+                count[len + 1] += 2;
+                break;
+            }
+        }
+        total -= 1;
+    }
+}
+
+/// Canonical codes for `lens` (RFC 1951 §3.2.2), bit-reversed for LSB-first output.
+pub(crate) fn canonical_codes(lens: &[u8], codes: &mut [u16]) {
+    let mut count = [0u16; 16];
+    for &len in lens {
+        count[usize::from(len)] += 1;
+    }
+    count[0] = 0;
+    let mut next = [0u16; 16];
+    let mut code = 0u16;
+    for len in 1..16 {
+        code = (code + count[len - 1]) << 1;
+        next[len] = code;
+    }
+    for (sym, &len) in lens.iter().enumerate() {
+        if len > 0 {
+            let c = next[usize::from(len)];
+            next[usize::from(len)] += 1;
+            codes[sym] = c.reverse_bits() >> (16 - u32::from(len));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kraft(lens: &[u8]) -> f64 {
+        lens.iter().filter(|&&l| l > 0).map(|&l| 0.5f64.powi(i32::from(l))).sum()
+    }
+
+    /// Reference: plain Huffman lengths by repeated merging, no limit.
+    fn naive_cost(freqs: &[u32]) -> u64 {
+        let mut w: Vec<u64> = freqs.iter().filter(|&&f| f > 0).map(|&f| u64::from(f)).collect();
+        let mut cost = 0;
+        while w.len() > 1 {
+            w.sort_unstable_by(|a, b| b.cmp(a));
+            let (a, b) = (w.pop().unwrap(), w.pop().unwrap());
+            cost += a + b;
+            w.push(a + b);
+        }
+        cost
+    }
+
+    #[test]
+    fn optimal_when_under_the_limit() {
+        let freqs = [5u32, 9, 12, 13, 16, 45, 0, 1];
+        let mut lens = [0u8; 8];
+        code_lengths(&freqs, 15, &mut lens);
+        let cost: u64 = freqs.iter().zip(&lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
+        assert_eq!(cost, naive_cost(&freqs));
+        assert_eq!(lens[6], 0);
+        assert!((kraft(&lens) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fibonacci_weights_are_limited_and_complete() {
+        let mut freqs = [0u32; 40];
+        let (mut a, mut b) = (1u32, 1u32);
+        for f in freqs.iter_mut() {
+            *f = a;
+            let c = a.saturating_add(b);
+            a = b;
+            b = c;
+        }
+        for limit in [7, 15] {
+            let mut lens = [0u8; 40];
+            code_lengths(&freqs, limit, &mut lens);
+            assert!(lens.iter().all(|&l| l >= 1 && u32::from(l) <= limit), "{lens:?}");
+            assert!((kraft(&lens) - 1.0).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn lone_symbol_gets_a_partner() {
+        let mut lens = [0u8; 4];
+        code_lengths(&[0, 0, 7, 0], 15, &mut lens);
+        assert_eq!(lens, [1, 0, 1, 0]);
+        code_lengths(&[3, 0, 0, 0], 15, &mut lens);
+        assert_eq!(lens, [1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn canonical_codes_match_rfc_example() {
+        // RFC 1951 §3.2.2: lengths (3, 3, 3, 3, 3, 2, 4, 4) give F=00, A=010, ..., H=1111.
+        let lens = [3u8, 3, 3, 3, 3, 2, 4, 4];
+        let mut codes = [0u16; 8];
+        canonical_codes(&lens, &mut codes);
+        let unreversed: Vec<u16> =
+            codes.iter().zip(&lens).map(|(&c, &l)| c.reverse_bits() >> (16 - u32::from(l))).collect();
+        assert_eq!(unreversed, vec![0b010, 0b011, 0b100, 0b101, 0b110, 0b00, 0b1110, 0b1111]);
+    }
+}

@@ -1,0 +1,158 @@
+//! Per-thread working memory of the stateless encoder.
+//!
+//! Hash positions are stored as `base + pos`, where every call gets a fresh `base` at least one
+//! window past everything stored before. The tables therefore never need clearing between calls
+//! or streams (clearing 128 KB would cost more than compressing a small call), and an entry left
+//! by another stream can never pass the distance check. When the tag space would wrap, the
+//! tables are cleared once and tagging restarts.
+
+use super::bits::BitWriter;
+use super::block::{write_stored, write_sync_marker, BlockWriter, Plan};
+use super::lz77::{parse_chain, parse_fast, ChainParams, Tokens, BUCKET_BITS, HASH_BITS, WINDOW};
+
+/// Tokens per block: large enough to amortise a dynamic header (~80 bytes), small enough for
+/// the code to follow changes in the data.
+const MAX_TOKENS: usize = 1 << 14;
+/// Inputs longer than this are parsed as independent segments so tagged positions fit in u32.
+const SEGMENT: usize = 1 << 30;
+
+/// Per-thread working memory of the stateless encoder: hash tables, token buffer, Huffman
+/// tables. One `Scratch` serves any number of streams, one call at a time; it holds no stream
+/// data between calls.
+pub struct Scratch {
+    head: Box<[u32]>,
+    /// Level-1 two-entry buckets.
+    buckets: Box<[u64]>,
+    /// Hash chains, allocated on the first call at level 2 or 3.
+    prev: Box<[u32]>,
+    next_base: u32,
+    tokens: Tokens,
+    blocks: BlockWriter,
+}
+
+impl Scratch {
+    /// Allocates the scratch memory (about 320 KB, 450 KB once levels 2-3 are used).
+    pub fn new() -> Scratch {
+        Scratch {
+            head: vec![0; 1 << HASH_BITS].into_boxed_slice(),
+            buckets: vec![0; 1 << BUCKET_BITS].into_boxed_slice(),
+            prev: Box::default(),
+            next_base: WINDOW as u32 + 1,
+            tokens: Tokens::new(MAX_TOKENS),
+            blocks: BlockWriter::new(),
+        }
+    }
+
+    /// Bytes of heap memory this scratch holds now.
+    pub fn memory_size(&self) -> usize {
+        4 * (self.head.len() + self.prev.len() + self.tokens.list.capacity()) + 8 * self.buckets.len() + std::mem::size_of::<Scratch>()
+    }
+
+    /// Compresses `input` as whole blocks, the last one final if `is_final`, else followed by
+    /// a sync marker; output is byte-aligned.
+    pub(crate) fn compress(&mut self, level: u8, input: &[u8], is_final: bool, out: &mut Vec<u8>) {
+        let mut w = BitWriter::new(out);
+        self.tokens.clear();
+        if input.is_empty() {
+            if is_final {
+                let plan = self.blocks.plan(&mut self.tokens, 0);
+                self.blocks.emit(&mut w, plan, &self.tokens, true);
+            } else {
+                write_sync_marker(&mut w);
+            }
+        }
+        let segments = input.len().div_ceil(SEGMENT);
+        for (i, segment) in input.chunks(SEGMENT).enumerate() {
+            self.compress_segment(level, segment, is_final && i + 1 == segments, &mut w);
+        }
+        if !is_final && !input.is_empty() {
+            write_sync_marker(&mut w);
+        }
+        w.finish();
+    }
+
+    fn compress_segment(&mut self, level: u8, data: &[u8], is_final: bool, w: &mut BitWriter<'_>) {
+        let base = self.claim_base(data.len());
+        if level >= 2 && self.prev.is_empty() {
+            self.prev = vec![0; WINDOW].into_boxed_slice();
+        }
+        let params = match level {
+            2 => ChainParams { depth: 6, nice: 32, lazy: false },
+            _ => ChainParams { depth: 16, nice: 96, lazy: true },
+        };
+        let (mut pos, mut block_start) = (0, 0);
+        // Start of the run of blocks that chose stored: written as one run of 64 KB blocks.
+        let mut stored_from = None;
+        while pos < data.len() {
+            pos = match level {
+                1 => parse_fast(data, pos, &mut self.buckets, base, &mut self.tokens, MAX_TOKENS),
+                _ => parse_chain(data, pos, (&mut self.head, &mut self.prev), base, &mut self.tokens, MAX_TOKENS, params),
+            };
+            let done = pos >= data.len();
+            match self.blocks.plan(&mut self.tokens, pos - block_start) {
+                Plan::Stored => {
+                    stored_from.get_or_insert(block_start);
+                }
+                plan => {
+                    if let Some(from) = stored_from.take() {
+                        write_stored(w, &data[from..block_start], false);
+                    }
+                    self.blocks.emit(w, plan, &self.tokens, is_final && done);
+                }
+            }
+            self.tokens.clear();
+            block_start = pos;
+        }
+        if let Some(from) = stored_from {
+            write_stored(w, &data[from..], is_final);
+        }
+    }
+
+    /// Reserves the tag range for a call of `len` bytes, clearing the tables if it would wrap.
+    fn claim_base(&mut self, len: usize) -> u32 {
+        let span = len as u64 + WINDOW as u64 + 1;
+        if u64::from(self.next_base) + span >= u64::from(u32::MAX) {
+            self.head.fill(0);
+            self.buckets.fill(0);
+            self.prev.fill(0);
+            self.next_base = WINDOW as u32 + 1;
+        }
+        let base = self.next_base;
+        self.next_base = (u64::from(base) + span) as u32;
+        base
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch").field("memory_size", &self.memory_size()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_space_wraps_by_clearing_the_tables() {
+        let data: Vec<u8> = b"abcdefgh".iter().cycle().take(100_000).copied().collect();
+        let mut reference = Vec::new();
+        Scratch::new().compress(1, &data, true, &mut reference);
+        for level in 1..=3 {
+            let mut scratch = Scratch::new();
+            let mut first = Vec::new();
+            scratch.compress(level, &data, true, &mut first);
+            scratch.next_base = u32::MAX - 50_000;
+            let mut wrapped = Vec::new();
+            scratch.compress(level, &data, true, &mut wrapped);
+            assert_eq!(first, wrapped, "level {level}");
+            assert!(scratch.next_base < 200_000);
+        }
+    }
+}
