@@ -6,8 +6,7 @@
 use std::path::PathBuf;
 
 use zipwire_codec::{
-    compress, decompress, DecodeError, Decoder, Encoder, Format, Level, Limits, Scratch,
-    StatefulEncoder,
+    compress, decompress, Decoder, Encoder, Format, Level, Limits, Scratch, StatefulEncoder,
 };
 use zipwire_testkit::{
     corpus_files, generate, read_corpus_file, require_tool, run_with_stdin, save_failure,
@@ -217,20 +216,32 @@ fn check_external_decoders(name: &str, input: &[u8], formats: &[Format]) -> Vec<
     failures
 }
 
-/// Decodes with our streaming [`Decoder`], feeding `chunk` bytes at a time.
-fn decode_streaming(format: Format, wire: &[u8], chunk: usize) -> Result<Vec<u8>, DecodeError> {
+/// Decodes with our streaming [`Decoder`], feeding `chunk` bytes at a time; every byte must
+/// belong to the stream.
+fn decode_streaming(format: Format, wire: &[u8], chunk: usize) -> Result<Vec<u8>, String> {
     let mut decoder = Decoder::new(format);
     let mut plain = Vec::new();
+    let mut fed = 0;
     for piece in wire.chunks(chunk) {
-        decoder.decode_to_vec(piece, &mut plain)?;
+        let consumed = decoder
+            .decode_to_vec(piece, &mut plain)
+            .map_err(|e| e.to_string())?;
+        if consumed != piece.len() {
+            return Err(format!(
+                "stream ended at input byte {}, {} bytes early",
+                fed + consumed,
+                wire.len() - fed - consumed
+            ));
+        }
+        fed += consumed;
     }
-    decoder.finish()?;
+    decoder.finish().map_err(|e| e.to_string())?;
     Ok(plain)
 }
 
 /// Checks that `wire` decodes to `input` with our decoder, one shot and streaming.
 fn check_ours(label: &str, wire: &[u8], input: &[u8]) -> Result<(), String> {
-    let one_shot = decompress(Format::Gzip, wire, Limits::default());
+    let one_shot = decompress(Format::Gzip, wire, Limits::default()).map_err(|e| e.to_string());
     let streamed = decode_streaming(Format::Gzip, wire, 4093);
     for (how, result) in [
         ("decompress", one_shot),

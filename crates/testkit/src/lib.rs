@@ -53,14 +53,14 @@ pub fn is_ci() -> bool {
 
 /// The workspace root (the directory holding the virtual manifest).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+    tidy(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".."))
 }
 
 /// The corpus directory: `$ZIPWIRE_CORPUS`, or `<workspace root>/../shared/corpus`.
 pub fn corpus_dir() -> PathBuf {
     match std::env::var_os(CORPUS_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => workspace_root().join("..").join("shared").join("corpus"),
+        _ => tidy(workspace_root().join("..").join("shared").join("corpus")),
     }
 }
 
@@ -437,6 +437,11 @@ fn missing(what: &str) {
         panic!("missing {what}: CI=true, so this fails instead of skipping");
     }
     eprintln!("zipwire-testkit: note: missing {what}; skipping (this would fail under CI=true)");
+}
+
+/// Resolves `..` (and links) where the path exists, so messages show a plain path.
+fn tidy(path: PathBuf) -> PathBuf {
+    std::fs::canonicalize(&path).unwrap_or(path)
 }
 
 fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
