@@ -21,11 +21,26 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Some((header, consumed))) = parse_header(buf) else {
         return;
     };
-    assert!(consumed <= buf.len(), "consumed {consumed} of {} bytes", buf.len());
+    assert!(
+        consumed <= buf.len(),
+        "consumed {consumed} of {} bytes",
+        buf.len()
+    );
     assert!(consumed >= 10, "a gzip header is at least 10 bytes");
-    assert_eq!(parse_header(&buf[..consumed]), Ok(Some((header.clone(), consumed))));
-    assert_eq!(parse_header(&buf[..consumed - 1]), Ok(None), "a strict prefix must ask for more");
+    assert_eq!(
+        parse_header(&buf[..consumed]),
+        Ok(Some((header.clone(), consumed)))
+    );
+    assert_eq!(
+        parse_header(&buf[..consumed - 1]),
+        Ok(None),
+        "a strict prefix must ask for more"
+    );
 
     let written = header.to_bytes();
-    assert_eq!(parse_header(&written), Ok(Some((header, written.len()))), "to_bytes does not read back");
+    assert_eq!(
+        parse_header(&written),
+        Ok(Some((header, written.len()))),
+        "to_bytes does not read back"
+    );
 });

@@ -46,14 +46,22 @@ fuzz_target!(|case: Case| {
             match &chunked {
                 Ok((chunked_plain, consumed)) => {
                     assert_eq!(chunked_plain, plain, "chunked and one shot disagree");
-                    assert_eq!(*consumed, case.data.len(), "chunked left input that one shot took");
+                    assert_eq!(
+                        *consumed,
+                        case.data.len(),
+                        "chunked left input that one shot took"
+                    );
                 }
                 Err(e) => panic!("one shot decoded, chunked failed: {e}"),
             }
         }
         if limits.max_output.is_none() && limits.max_ratio.is_none() {
             let theirs = flate2_decode(format, &case.data);
-            assert_eq!(theirs.as_ref().ok(), Some(plain), "flate2 disagrees with an accepted stream");
+            assert_eq!(
+                theirs.as_ref().ok(),
+                Some(plain),
+                "flate2 disagrees with an accepted stream"
+            );
         }
     }
 });
@@ -68,7 +76,9 @@ fn decode_chunked(format: Format, limits: Limits, case: &Case) -> Result<(Vec<u8
     let mut pos = 0;
     loop {
         let piece = &case.data[pos..(pos + chunk).min(case.data.len())];
-        let progress = decoder.decode(piece, &mut window).map_err(|e| e.to_string())?;
+        let progress = decoder
+            .decode(piece, &mut window)
+            .map_err(|e| e.to_string())?;
         assert!(progress.consumed <= piece.len() && progress.produced <= window.len());
         plain.extend_from_slice(&window[..progress.produced]);
         pos += progress.consumed;

@@ -9,7 +9,9 @@ use std::io::Read;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use zipwire_codec::{decompress, Decoder, Encoder, Format, Level, Limits, Scratch, StatefulEncoder};
+use zipwire_codec::{
+    decompress, Decoder, Encoder, Format, Level, Limits, Scratch, StatefulEncoder,
+};
 
 #[derive(Arbitrary, Debug)]
 struct Case {
@@ -34,9 +36,15 @@ fuzz_target!(|case: Case| {
     let mut streamed = Vec::new();
     let mut fed = 0;
     let mut sent = |wire: &[u8], from: usize, fed: usize, streamed: &mut Vec<u8>| {
-        let consumed = decoder.decode_to_vec(&wire[from..], streamed).expect("our decoder on our output");
+        let consumed = decoder
+            .decode_to_vec(&wire[from..], streamed)
+            .expect("our decoder on our output");
         assert_eq!(consumed, wire.len() - from);
-        assert_eq!(streamed.len(), fed, "a call's output did not decode at once");
+        assert_eq!(
+            streamed.len(),
+            fed,
+            "a call's output did not decode at once"
+        );
     };
     if level.is_stateless() {
         let mut scratch = Scratch::new();
@@ -47,17 +55,26 @@ fuzz_target!(|case: Case| {
         let mut twin_wire = Vec::new();
         for chunk in body {
             let from = wire.len();
-            enc.encode(&mut scratch, chunk, &mut wire).expect("live stream");
-            twin.encode(&mut shared, chunk, &mut twin_wire).expect("live stream");
+            enc.encode(&mut scratch, chunk, &mut wire)
+                .expect("live stream");
+            twin.encode(&mut shared, chunk, &mut twin_wire)
+                .expect("live stream");
             fed += chunk.len();
             sent(&wire, from, fed, &mut streamed);
             // Something else through the shared scratch between the twin's calls.
             let mut other = Encoder::new(Format::Raw, level).expect("stateless level");
-            other.finish(&mut shared, &chunk[..chunk.len() / 2], &mut Vec::new()).expect("fresh");
+            other
+                .finish(&mut shared, &chunk[..chunk.len() / 2], &mut Vec::new())
+                .expect("fresh");
         }
-        enc.finish(&mut scratch, last, &mut wire).expect("first finish");
-        twin.finish(&mut shared, last, &mut twin_wire).expect("first finish");
-        assert_eq!(wire, twin_wire, "output depends on what the scratch did before");
+        enc.finish(&mut scratch, last, &mut wire)
+            .expect("first finish");
+        twin.finish(&mut shared, last, &mut twin_wire)
+            .expect("first finish");
+        assert_eq!(
+            wire, twin_wire,
+            "output depends on what the scratch did before"
+        );
     } else {
         let mut enc = StatefulEncoder::new(format, level);
         for chunk in body {
@@ -69,8 +86,16 @@ fuzz_target!(|case: Case| {
         enc.finish(last, &mut wire).expect("first finish");
     }
 
-    assert_eq!(decompress(format, &wire, Limits::default()).as_deref(), Ok(&input[..]), "ours");
-    assert_eq!(flate2_decode(format, &wire).ok().as_deref(), Some(&input[..]), "flate2");
+    assert_eq!(
+        decompress(format, &wire, Limits::default()).as_deref(),
+        Ok(&input[..]),
+        "ours"
+    );
+    assert_eq!(
+        flate2_decode(format, &wire).ok().as_deref(),
+        Some(&input[..]),
+        "flate2"
+    );
 });
 
 fn flate2_decode(format: Format, data: &[u8]) -> std::io::Result<Vec<u8>> {
