@@ -33,12 +33,19 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeError::Corrupt { offset } => write!(f, "corrupt compressed data at input byte {offset}"),
+            DecodeError::Corrupt { offset } => {
+                write!(f, "corrupt compressed data at input byte {offset}")
+            }
             DecodeError::ChecksumMismatch { expected, actual } => {
-                write!(f, "checksum mismatch: stream says {expected:#010x}, data gives {actual:#010x}")
+                write!(
+                    f,
+                    "checksum mismatch: stream says {expected:#010x}, data gives {actual:#010x}"
+                )
             }
             DecodeError::Truncated => f.write_str("unexpected end of compressed data"),
-            DecodeError::LimitExceeded { limit } => write!(f, "decoded output exceeds the limit of {limit} bytes"),
+            DecodeError::LimitExceeded { limit } => {
+                write!(f, "decoded output exceeds the limit of {limit} bytes")
+            }
         }
     }
 }

@@ -16,7 +16,12 @@ impl<'a> BitWriter<'a> {
     /// Starts writing at the end of `out`, byte-aligned.
     pub(crate) fn new(out: &'a mut Vec<u8>) -> BitWriter<'a> {
         let pos = out.len();
-        BitWriter { out, pos, acc: 0, nbits: 0 }
+        BitWriter {
+            out,
+            pos,
+            acc: 0,
+            nbits: 0,
+        }
     }
 
     /// Makes room for `bytes` more bytes of output (plus the 8-byte flush overhang).
@@ -47,7 +52,11 @@ impl<'a> BitWriter<'a> {
             return;
         }
         self.pos += bytes;
-        self.acc = if bytes == 8 { 0 } else { self.acc >> (bytes * 8) };
+        self.acc = if bytes == 8 {
+            0
+        } else {
+            self.acc >> (bytes * 8)
+        };
         self.nbits &= 7;
     }
 
@@ -57,7 +66,11 @@ impl<'a> BitWriter<'a> {
         let dst = &mut self.out[self.pos..self.pos + 8];
         dst.copy_from_slice(&self.acc.to_le_bytes());
         self.pos += bytes;
-        self.acc = if bytes == 8 { 0 } else { self.acc >> (bytes * 8) };
+        self.acc = if bytes == 8 {
+            0
+        } else {
+            self.acc >> (bytes * 8)
+        };
         self.nbits &= 7;
     }
 

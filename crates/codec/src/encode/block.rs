@@ -5,8 +5,8 @@ use super::bits::BitWriter;
 use super::huffman::{canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN};
 use super::lz77::{Tokens, MATCH_FLAG};
 use super::tables::{
-    dist_code, fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK, LENGTH_BASE, LENGTH_CODE,
-    LENGTH_EXTRA, NUM_DIST, NUM_LITLEN,
+    dist_code, fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK,
+    LENGTH_BASE, LENGTH_CODE, LENGTH_EXTRA, NUM_DIST, NUM_LITLEN,
 };
 
 /// Largest payload of one stored block.
@@ -26,7 +26,13 @@ struct Code {
 
 impl Code {
     fn new() -> Code {
-        Code { lit_lens: [0; 288], dist_lens: [0; 32], lit: [0; 257], len: [0; 256], dist_codes: [0; 32] }
+        Code {
+            lit_lens: [0; 288],
+            dist_lens: [0; 32],
+            lit: [0; 257],
+            len: [0; 256],
+            dist_codes: [0; 32],
+        }
     }
 
     /// Fills the output tables from `lit_lens` and `dist_lens`.
@@ -109,8 +115,16 @@ impl BlockWriter {
             .chain((0..30).map(|c| u64::from(tokens.dist[c]) * u64::from(DIST_EXTRA[c])))
             .sum();
 
-        code_lengths(&tokens.litlen, MAX_CODE_LEN, &mut self.dynamic.lit_lens[..NUM_LITLEN]);
-        code_lengths(&tokens.dist, MAX_CODE_LEN, &mut self.dynamic.dist_lens[..NUM_DIST]);
+        code_lengths(
+            &tokens.litlen,
+            MAX_CODE_LEN,
+            &mut self.dynamic.lit_lens[..NUM_LITLEN],
+        );
+        code_lengths(
+            &tokens.dist,
+            MAX_CODE_LEN,
+            &mut self.dynamic.dist_lens[..NUM_DIST],
+        );
         let header = self.plan_header();
         let dynamic_bits = 3 + header.bits + extra_bits + symbol_bits(tokens, &self.dynamic);
         let fixed_bits = 3 + extra_bits + symbol_bits(tokens, &self.fixed);
@@ -123,26 +137,35 @@ impl BlockWriter {
         } else if fixed_bits <= dynamic_bits {
             Plan::Fixed { bits: fixed_bits }
         } else {
-            Plan::Dynamic { bits: dynamic_bits, header }
+            Plan::Dynamic {
+                bits: dynamic_bits,
+                header,
+            }
         }
     }
 
     /// Writes the tokens as the compressed block `plan` chose (not [`Plan::Stored`], which the
     /// caller writes from the raw bytes so that neighbouring stored blocks merge).
-    pub(crate) fn emit(&mut self, w: &mut BitWriter<'_>, plan: Plan, tokens: &Tokens, is_final: bool) {
+    pub(crate) fn emit(
+        &mut self,
+        w: &mut BitWriter<'_>,
+        plan: Plan,
+        tokens: &Tokens,
+        is_final: bool,
+    ) {
         match plan {
             Plan::Stored => debug_assert!(false, "stored blocks are written from raw bytes"),
             Plan::Fixed { bits } => {
                 w.reserve((bits / 8) as usize + 8);
                 w.put(u64::from(is_final) | 0b01 << 1, 3);
-                write_tokens(w, &tokens.list, &self.fixed);
+                write_tokens(w, tokens.list(), &self.fixed);
             }
             Plan::Dynamic { bits, header } => {
                 w.reserve((bits / 8) as usize + 8);
                 w.put(u64::from(is_final) | 0b10 << 1, 3);
                 self.dynamic.build_tables();
                 self.write_header(w, header);
-                write_tokens(w, &tokens.list, &self.dynamic);
+                write_tokens(w, tokens.list(), &self.dynamic);
             }
         }
     }
@@ -151,8 +174,15 @@ impl BlockWriter {
     /// code.
     fn plan_header(&mut self) -> Header {
         let code = &self.dynamic;
-        let hlit = 257 + code.lit_lens[257..NUM_LITLEN].iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
-        let hdist = 1 + code.dist_lens[1..NUM_DIST].iter().rposition(|&l| l != 0).map_or(0, |i| i + 1);
+        let hlit = 257
+            + code.lit_lens[257..NUM_LITLEN]
+                .iter()
+                .rposition(|&l| l != 0)
+                .map_or(0, |i| i + 1);
+        let hdist = 1 + code.dist_lens[1..NUM_DIST]
+            .iter()
+            .rposition(|&l| l != 0)
+            .map_or(0, |i| i + 1);
         let mut lens = [0u8; NUM_LITLEN + NUM_DIST];
         lens[..hlit].copy_from_slice(&code.lit_lens[..hlit]);
         lens[hlit..hlit + hdist].copy_from_slice(&code.dist_lens[..hdist]);
@@ -195,18 +225,31 @@ impl BlockWriter {
         }
         code_lengths(&freqs, MAX_CODELEN_CODE_LEN, &mut self.codelen_lens);
         canonical_codes(&self.codelen_lens, &mut self.codelen_codes);
-        let hclen = 4 + CODELEN_ORDER[4..].iter().rposition(|&s| self.codelen_lens[s] != 0).map_or(0, |i| i + 1);
+        let hclen = 4 + CODELEN_ORDER[4..]
+            .iter()
+            .rposition(|&s| self.codelen_lens[s] != 0)
+            .map_or(0, |i| i + 1);
         let body: u64 = freqs
             .iter()
             .zip(&self.codelen_lens)
             .enumerate()
-            .map(|(sym, (&f, &l))| u64::from(f) * (u64::from(l) + [2, 3, 7].get(sym.wrapping_sub(16)).copied().unwrap_or(0)))
+            .map(|(sym, (&f, &l))| {
+                u64::from(f)
+                    * (u64::from(l) + [2, 3, 7].get(sym.wrapping_sub(16)).copied().unwrap_or(0))
+            })
             .sum();
-        Header { bits: 14 + 3 * hclen as u64 + body, hlit, hdist, hclen }
+        Header {
+            bits: 14 + 3 * hclen as u64 + body,
+            hlit,
+            hdist,
+            hclen,
+        }
     }
 
     fn write_header(&self, w: &mut BitWriter<'_>, header: Header) {
-        let Header { hlit, hdist, hclen, .. } = header;
+        let Header {
+            hlit, hdist, hclen, ..
+        } = header;
         w.put((hlit - 257) as u64, 5);
         w.put((hdist - 1) as u64, 5);
         w.put((hclen - 4) as u64, 4);
@@ -217,7 +260,10 @@ impl BlockWriter {
         for &item in &self.rle {
             let sym = usize::from(item & 0xff);
             let extra = u64::from(item >> 8);
-            w.put(u64::from(self.codelen_codes[sym]), u32::from(self.codelen_lens[sym]));
+            w.put(
+                u64::from(self.codelen_codes[sym]),
+                u32::from(self.codelen_lens[sym]),
+            );
             match sym {
                 16 => w.put(extra, 2),
                 17 => w.put(extra, 3),
@@ -231,8 +277,18 @@ impl BlockWriter {
 
 /// Bits the literal/length and distance symbols cost under `code`, extra bits excluded.
 fn symbol_bits(tokens: &Tokens, code: &Code) -> u64 {
-    let lit: u64 = tokens.litlen.iter().zip(&code.lit_lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
-    let dist: u64 = tokens.dist.iter().zip(&code.dist_lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
+    let lit: u64 = tokens
+        .litlen
+        .iter()
+        .zip(&code.lit_lens)
+        .map(|(&f, &l)| u64::from(f) * u64::from(l))
+        .sum();
+    let dist: u64 = tokens
+        .dist
+        .iter()
+        .zip(&code.dist_lens)
+        .map(|(&f, &l)| u64::from(f) * u64::from(l))
+        .sum();
     lit + dist
 }
 
@@ -249,7 +305,10 @@ fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
             let dc = dist_code(d1);
             let extra = u64::from(d1 + 1 - u32::from(DIST_BASE[dc]));
             let nbits = u32::from(code.dist_lens[dc]);
-            w.put(u64::from(code.dist_codes[dc]) | extra << nbits, nbits + u32::from(DIST_EXTRA[dc]));
+            w.put(
+                u64::from(code.dist_codes[dc]) | extra << nbits,
+                nbits + u32::from(DIST_EXTRA[dc]),
+            );
         }
         w.flush();
     }

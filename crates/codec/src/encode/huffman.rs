@@ -30,7 +30,11 @@ pub(crate) fn code_lengths(freqs: &[u32], limit: u32, lens: &mut [u8]) {
     }
     if n < 2 {
         // A lone symbol (or none): pair it with a neighbour so both get 1-bit codes.
-        let used = if n == 1 { (keys[0] & 0xffff) as usize } else { 0 };
+        let used = if n == 1 {
+            (keys[0] & 0xffff) as usize
+        } else {
+            0
+        };
         let other = if used == 0 { 1 } else { 0 };
         lens[used] = 1;
         lens[other] = 1;
@@ -124,7 +128,9 @@ fn enforce_limit(count: &mut [u32; 33], limit: u32) {
     if !overflow {
         return;
     }
-    let mut total: u64 = (1..=limit).map(|len| u64::from(count[len]) << (limit - len)).sum();
+    let mut total: u64 = (1..=limit)
+        .map(|len| u64::from(count[len]) << (limit - len))
+        .sum();
     while total > 1 << limit {
         count[limit] -= 1;
         for len in (1..limit).rev() {
@@ -165,12 +171,19 @@ mod tests {
     use super::*;
 
     fn kraft(lens: &[u8]) -> f64 {
-        lens.iter().filter(|&&l| l > 0).map(|&l| 0.5f64.powi(i32::from(l))).sum()
+        lens.iter()
+            .filter(|&&l| l > 0)
+            .map(|&l| 0.5f64.powi(i32::from(l)))
+            .sum()
     }
 
     /// Reference: plain Huffman lengths by repeated merging, no limit.
     fn naive_cost(freqs: &[u32]) -> u64 {
-        let mut w: Vec<u64> = freqs.iter().filter(|&&f| f > 0).map(|&f| u64::from(f)).collect();
+        let mut w: Vec<u64> = freqs
+            .iter()
+            .filter(|&&f| f > 0)
+            .map(|&f| u64::from(f))
+            .collect();
         let mut cost = 0;
         while w.len() > 1 {
             w.sort_unstable_by(|a, b| b.cmp(a));
@@ -186,7 +199,11 @@ mod tests {
         let freqs = [5u32, 9, 12, 13, 16, 45, 0, 1];
         let mut lens = [0u8; 8];
         code_lengths(&freqs, 15, &mut lens);
-        let cost: u64 = freqs.iter().zip(&lens).map(|(&f, &l)| u64::from(f) * u64::from(l)).sum();
+        let cost: u64 = freqs
+            .iter()
+            .zip(&lens)
+            .map(|(&f, &l)| u64::from(f) * u64::from(l))
+            .sum();
         assert_eq!(cost, naive_cost(&freqs));
         assert_eq!(lens[6], 0);
         assert!((kraft(&lens) - 1.0).abs() < 1e-12);
@@ -205,7 +222,10 @@ mod tests {
         for limit in [7, 15] {
             let mut lens = [0u8; 40];
             code_lengths(&freqs, limit, &mut lens);
-            assert!(lens.iter().all(|&l| l >= 1 && u32::from(l) <= limit), "{lens:?}");
+            assert!(
+                lens.iter().all(|&l| l >= 1 && u32::from(l) <= limit),
+                "{lens:?}"
+            );
             assert!((kraft(&lens) - 1.0).abs() < 1e-12);
         }
     }
@@ -225,8 +245,14 @@ mod tests {
         let lens = [3u8, 3, 3, 3, 3, 2, 4, 4];
         let mut codes = [0u16; 8];
         canonical_codes(&lens, &mut codes);
-        let unreversed: Vec<u16> =
-            codes.iter().zip(&lens).map(|(&c, &l)| c.reverse_bits() >> (16 - u32::from(l))).collect();
-        assert_eq!(unreversed, vec![0b010, 0b011, 0b100, 0b101, 0b110, 0b00, 0b1110, 0b1111]);
+        let unreversed: Vec<u16> = codes
+            .iter()
+            .zip(&lens)
+            .map(|(&c, &l)| c.reverse_bits() >> (16 - u32::from(l)))
+            .collect();
+        assert_eq!(
+            unreversed,
+            vec![0b010, 0b011, 0b100, 0b101, 0b110, 0b00, 0b1110, 0b1111]
+        );
     }
 }

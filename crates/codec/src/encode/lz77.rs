@@ -28,10 +28,18 @@ pub(crate) const BUCKET_BITS: u32 = 14;
 /// Flag bit that marks a token as a match; literals are the byte value alone.
 pub(crate) const MATCH_FLAG: u32 = 1 << 31;
 
+/// Tokens per block: large enough to amortise a dynamic header (~80 bytes), small enough for
+/// the code to follow changes in the data.
+pub(crate) const MAX_TOKENS: usize = 1 << 14;
+
+/// Level-1 bucket table: two tagged positions per `u64`, newest in the low half.
+pub(crate) type Buckets = [u64; 1 << BUCKET_BITS];
+
 /// Tokens of the block being built and the symbol frequencies they imply.
 pub(crate) struct Tokens {
     /// Literal: the byte. Match: `MATCH_FLAG | (dist − 1) << 8 | (len − 3)`.
-    pub(crate) list: Vec<u32>,
+    buf: Box<[u32; MAX_TOKENS]>,
+    len: usize,
     /// Literal/length symbol counts (end of block not included).
     pub(crate) litlen: [u32; 286],
     /// Distance code counts.
@@ -39,19 +47,48 @@ pub(crate) struct Tokens {
 }
 
 impl Tokens {
-    pub(crate) fn new(capacity: usize) -> Tokens {
-        Tokens { list: Vec::with_capacity(capacity), litlen: [0; 286], dist: [0; 30] }
+    pub(crate) fn new() -> Tokens {
+        let buf = vec![0; MAX_TOKENS]
+            .into_boxed_slice()
+            .try_into()
+            .expect("length is MAX_TOKENS");
+        Tokens {
+            buf,
+            len: 0,
+            litlen: [0; 286],
+            dist: [0; 30],
+        }
+    }
+
+    /// The tokens so far.
+    pub(crate) fn list(&self) -> &[u32] {
+        &self.buf[..self.len]
+    }
+
+    /// Whether the block is full; parsers stop here.
+    #[inline(always)]
+    fn is_full(&self) -> bool {
+        self.len >= MAX_TOKENS
+    }
+
+    #[inline(always)]
+    fn push(&mut self, token: u32) {
+        debug_assert!(self.len < MAX_TOKENS);
+        // The parsers check `is_full` before every push; the mask keeps the index provably in
+        // bounds without a second check.
+        self.buf[self.len & (MAX_TOKENS - 1)] = token;
+        self.len += 1;
     }
 
     pub(crate) fn clear(&mut self) {
-        self.list.clear();
+        self.len = 0;
         self.litlen = [0; 286];
         self.dist = [0; 30];
     }
 
     #[inline(always)]
     fn literal(&mut self, byte: u8) {
-        self.list.push(u32::from(byte));
+        self.push(u32::from(byte));
         self.litlen[usize::from(byte)] += 1;
     }
 
@@ -59,7 +96,7 @@ impl Tokens {
     fn matched(&mut self, len: usize, dist: usize) {
         debug_assert!((3..=MAX_MATCH).contains(&len) && (1..=WINDOW).contains(&dist));
         let (l3, d1) = ((len - 3) as u32, (dist - 1) as u32);
-        self.list.push(MATCH_FLAG | d1 << 8 | l3);
+        self.push(MATCH_FLAG | d1 << 8 | l3);
         self.litlen[257 + usize::from(LENGTH_CODE[l3 as usize])] += 1;
         self.dist[dist_code(d1)] += 1;
     }
@@ -90,7 +127,7 @@ fn read_u64(data: &[u8], pos: usize) -> u64 {
 
 #[inline(always)]
 fn hash4(word: u32) -> usize {
-    (word.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize
+    (word.wrapping_mul(0x9e37_79b1) >> 16) as usize
 }
 
 /// Length of the common prefix of `data[a..]` and `data[b..]` (`a < b`), at most `max`, with
@@ -121,19 +158,18 @@ fn match_len(data: &[u8], a: usize, b: usize, max: usize) -> usize {
 pub(crate) fn parse_fast(
     data: &[u8],
     mut pos: usize,
-    buckets: &mut [u64],
+    buckets: &mut Buckets,
     base: u32,
     tokens: &mut Tokens,
-    max_tokens: usize,
 ) -> usize {
     let len = data.len();
     // Leave room for the 4-byte hash read; the tail goes out as literals.
     let limit = len.saturating_sub(MIN_MATCH);
-    let mask = buckets.len() - 1;
+    const MASK: usize = (1 << BUCKET_BITS) - 1;
     let mut misses = 0u32;
-    while pos < limit && tokens.list.len() < max_tokens {
+    while pos < limit && !tokens.is_full() {
         let word = read_u32(data, pos);
-        let slot = &mut buckets[hash4(word) & mask];
+        let slot = &mut buckets[hash4(word) & MASK];
         let here = base.wrapping_add(pos as u32);
         let old = *slot;
         *slot = old << 32 | u64::from(here);
@@ -143,12 +179,14 @@ pub(crate) fn parse_fast(
         let mut best_dist = 0;
         let d0 = here.wrapping_sub(old as u32) as usize;
         if d0.wrapping_sub(1) < window && read_u32(data, pos - d0) == word {
-            best = MIN_MATCH + match_len(data, pos - d0 + MIN_MATCH, pos + MIN_MATCH, max - MIN_MATCH);
+            best =
+                MIN_MATCH + match_len(data, pos - d0 + MIN_MATCH, pos + MIN_MATCH, max - MIN_MATCH);
             best_dist = d0;
         }
         let d1 = here.wrapping_sub((old >> 32) as u32) as usize;
         if best < max && d1.wrapping_sub(1) < window && read_u32(data, pos - d1) == word {
-            let l = MIN_MATCH + match_len(data, pos - d1 + MIN_MATCH, pos + MIN_MATCH, max - MIN_MATCH);
+            let l =
+                MIN_MATCH + match_len(data, pos - d1 + MIN_MATCH, pos + MIN_MATCH, max - MIN_MATCH);
             if l > best {
                 best = l;
                 best_dist = d1;
@@ -160,7 +198,7 @@ pub(crate) fn parse_fast(
             // Insert the first and last few covered positions: nearly all of the ratio of
             // inserting every one (4.78 against 4.86 on web/ + canterbury/) at a bounded cost.
             let mut insert = |p: usize| {
-                let slot = &mut buckets[hash4(read_u32(data, p)) & mask];
+                let slot = &mut buckets[hash4(read_u32(data, p)) & MASK];
                 *slot = *slot << 32 | u64::from(base.wrapping_add(p as u32));
             };
             let head_end = (pos + 1 + INSERT_HEAD).min(end);
@@ -181,7 +219,7 @@ pub(crate) fn parse_fast(
             if misses > 64 {
                 let skip = ((misses - 64) >> 4).min(32) as usize;
                 let stop = (pos + skip).min(limit);
-                while pos < stop && tokens.list.len() < max_tokens {
+                while pos < stop && !tokens.is_full() {
                     tokens.literal(data[pos]);
                     pos += 1;
                 }
@@ -189,7 +227,7 @@ pub(crate) fn parse_fast(
         }
     }
     if pos >= limit {
-        while pos < len && tokens.list.len() < max_tokens {
+        while pos < len && !tokens.is_full() {
             tokens.literal(data[pos]);
             pos += 1;
         }
@@ -206,7 +244,6 @@ pub(crate) fn parse_chain(
     (head, prev): (&mut [u32], &mut [u32]),
     base: u32,
     tokens: &mut Tokens,
-    max_tokens: usize,
     params: ChainParams,
 ) -> usize {
     let len = data.len();
@@ -249,7 +286,7 @@ pub(crate) fn parse_chain(
             (best_len, best_dist)
         }
     };
-    while pos < limit && tokens.list.len() < max_tokens {
+    while pos < limit && !tokens.is_full() {
         insert(pos, head, prev);
         let mut next_inserted = false;
         let (mut mlen, mut dist) = find(pos, prev, 0);
@@ -260,7 +297,7 @@ pub(crate) fn parse_chain(
         }
         if params.lazy && mlen < params.nice {
             // Take a literal while the next position offers a longer match.
-            while pos + 1 < limit && tokens.list.len() + 1 < max_tokens {
+            while pos + 1 < limit && tokens.len + 1 < MAX_TOKENS {
                 insert(pos + 1, head, prev);
                 next_inserted = true;
                 let (l1, d1) = find(pos + 1, prev, mlen);
@@ -285,7 +322,7 @@ pub(crate) fn parse_chain(
         pos += mlen;
     }
     if pos >= limit {
-        while pos < len && tokens.list.len() < max_tokens {
+        while pos < len && !tokens.is_full() {
             tokens.literal(data[pos]);
             pos += 1;
         }

@@ -82,7 +82,12 @@ impl Encoder {
     /// # Errors
     ///
     /// [`EncodeError::Finished`] after [`Encoder::finish`].
-    pub fn encode(&mut self, scratch: &mut Scratch, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    pub fn encode(
+        &mut self,
+        scratch: &mut Scratch,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
         self.start_call(input, out)?;
         if !input.is_empty() {
             scratch.compress(self.level, input, false, out);
@@ -95,12 +100,19 @@ impl Encoder {
     /// # Errors
     ///
     /// [`EncodeError::Finished`] if called twice.
-    pub fn finish(&mut self, scratch: &mut Scratch, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    pub fn finish(
+        &mut self,
+        scratch: &mut Scratch,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
         self.start_call(input, out)?;
         scratch.compress(self.level, input, true, out);
         self.finished = true;
         match self.format {
-            Format::Gzip => out.extend_from_slice(&gzip::trailer(self.checksum, self.total_in as u32)),
+            Format::Gzip => {
+                out.extend_from_slice(&gzip::trailer(self.checksum, self.total_in as u32))
+            }
             Format::Zlib => out.extend_from_slice(&zlib::trailer(self.checksum)),
             Format::Raw => {}
         }
@@ -131,7 +143,8 @@ pub fn compress(format: Format, level: Level, input: &[u8]) -> Vec<u8> {
     if level.is_stateless() {
         let mut scratch = Scratch::new();
         let mut enc = Encoder::new(format, level).expect("level is stateless");
-        enc.finish(&mut scratch, input, &mut out).expect("fresh encoder");
+        enc.finish(&mut scratch, input, &mut out)
+            .expect("fresh encoder");
     } else {
         let mut enc = crate::StatefulEncoder::new(format, level);
         enc.finish(input, &mut out).expect("fresh encoder");
@@ -146,7 +159,16 @@ mod tests {
 
     /// Deterministic test data: text-like with repeats, then noise, then runs.
     fn sample(len: usize, seed: u64) -> Vec<u8> {
-        let words: [&[u8]; 8] = [b"alpha ", b"beta ", b"<div class=\"x\">", b"gamma\n", b"0123", b"{\"k\":", b"zz", b" "];
+        let words: [&[u8]; 8] = [
+            b"alpha ",
+            b"beta ",
+            b"<div class=\"x\">",
+            b"gamma\n",
+            b"0123",
+            b"{\"k\":",
+            b"zz",
+            b" ",
+        ];
         let mut x = seed | 1;
         let mut out = Vec::with_capacity(len);
         while out.len() < len {
@@ -176,13 +198,19 @@ mod tests {
 
     #[test]
     fn stream_state_fits_in_64_bytes() {
-        assert!(std::mem::size_of::<Encoder>() <= 64, "{}", std::mem::size_of::<Encoder>());
+        assert!(
+            std::mem::size_of::<Encoder>() <= 64,
+            "{}",
+            std::mem::size_of::<Encoder>()
+        );
     }
 
     #[test]
     fn edge_sizes_round_trip_in_every_format_and_level() {
         let mut scratch = Scratch::new();
-        for len in [0, 1, 3, 4, 5, 8, 257, 258, 259, 4096, 65_535, 65_536, 200_000] {
+        for len in [
+            0, 1, 3, 4, 5, 8, 257, 258, 259, 4096, 65_535, 65_536, 200_000,
+        ] {
             let data = sample(len, len as u64 + 7);
             for format in Format::ALL {
                 for level in 1..=3 {
@@ -200,8 +228,18 @@ mod tests {
         let b = sample(70_000, 2);
         for level in 1..=3 {
             // Reference: each stream alone on a fresh scratch.
-            let alone_a = encode_calls(Format::Gzip, level, &[&a[..40_000], &a[40_000..]], &mut Scratch::new());
-            let alone_b = encode_calls(Format::Gzip, level, &[&b[..10], &b[10..]], &mut Scratch::new());
+            let alone_a = encode_calls(
+                Format::Gzip,
+                level,
+                &[&a[..40_000], &a[40_000..]],
+                &mut Scratch::new(),
+            );
+            let alone_b = encode_calls(
+                Format::Gzip,
+                level,
+                &[&b[..10], &b[10..]],
+                &mut Scratch::new(),
+            );
             // Interleaved on one scratch, after it has seen both streams' data.
             let mut shared = Scratch::new();
             let _ = encode_calls(Format::Gzip, level, &[&b, &a], &mut shared);
@@ -224,10 +262,16 @@ mod tests {
         let mut out = Vec::new();
         for (i, chunk) in data.chunks(7_000).enumerate() {
             enc.encode(&mut scratch, chunk, &mut out).unwrap();
-            assert_eq!(&out[out.len() - 4..], &[0, 0, 0xff, 0xff], "call {i} ends with a sync marker");
+            assert_eq!(
+                &out[out.len() - 4..],
+                &[0, 0, 0xff, 0xff],
+                "call {i} ends with a sync marker"
+            );
             let mut inflate = flate2::Decompress::new(false);
             let mut plain = Vec::with_capacity(60_000);
-            inflate.decompress_vec(&out, &mut plain, flate2::FlushDecompress::Sync).unwrap();
+            inflate
+                .decompress_vec(&out, &mut plain, flate2::FlushDecompress::Sync)
+                .unwrap();
             assert_eq!(plain, &data[..(7_000 * (i + 1)).min(data.len())]);
         }
     }
@@ -246,7 +290,11 @@ mod tests {
         for level in 1..=3 {
             let wire = encode_calls(Format::Raw, level, &[&noise], &mut Scratch::new());
             let bound = noise.len() + 5 * noise.len().div_ceil(65_535) + 5;
-            assert!(wire.len() <= bound, "level {level}: {} > {bound}", wire.len());
+            assert!(
+                wire.len() <= bound,
+                "level {level}: {} > {bound}",
+                wire.len()
+            );
         }
     }
 
@@ -258,7 +306,10 @@ mod tests {
             sizes.push(encode_calls(Format::Raw, level, &[&data], &mut Scratch::new()).len());
         }
         assert!(sizes[0] * 3 < data.len(), "{sizes:?}");
-        assert!(sizes[2] <= sizes[0], "higher levels are not worse: {sizes:?}");
+        assert!(
+            sizes[2] <= sizes[0],
+            "higher levels are not worse: {sizes:?}"
+        );
     }
 
     #[test]
@@ -268,9 +319,18 @@ mod tests {
         let mut out = Vec::new();
         enc.finish(&mut scratch, b"x", &mut out).unwrap();
         let len = out.len();
-        assert_eq!(enc.encode(&mut scratch, b"y", &mut out), Err(EncodeError::Finished));
-        assert_eq!(enc.finish(&mut scratch, b"y", &mut out), Err(EncodeError::Finished));
+        assert_eq!(
+            enc.encode(&mut scratch, b"y", &mut out),
+            Err(EncodeError::Finished)
+        );
+        assert_eq!(
+            enc.finish(&mut scratch, b"y", &mut out),
+            Err(EncodeError::Finished)
+        );
         assert_eq!(out.len(), len);
-        assert!(matches!(Encoder::new(Format::Gzip, Level::DEFAULT), Err(EncodeError::InvalidLevel { level: 6 })));
+        assert!(matches!(
+            Encoder::new(Format::Gzip, Level::DEFAULT),
+            Err(EncodeError::InvalidLevel { level: 6 })
+        ));
     }
 }

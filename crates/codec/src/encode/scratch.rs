@@ -8,11 +8,10 @@
 
 use super::bits::BitWriter;
 use super::block::{write_stored, write_sync_marker, BlockWriter, Plan};
-use super::lz77::{parse_chain, parse_fast, ChainParams, Tokens, BUCKET_BITS, HASH_BITS, WINDOW};
+use super::lz77::{
+    parse_chain, parse_fast, Buckets, ChainParams, Tokens, HASH_BITS, MAX_TOKENS, WINDOW,
+};
 
-/// Tokens per block: large enough to amortise a dynamic header (~80 bytes), small enough for
-/// the code to follow changes in the data.
-const MAX_TOKENS: usize = 1 << 14;
 /// Inputs longer than this are parsed as independent segments so tagged positions fit in u32.
 const SEGMENT: usize = 1 << 30;
 
@@ -22,7 +21,7 @@ const SEGMENT: usize = 1 << 30;
 pub struct Scratch {
     head: Box<[u32]>,
     /// Level-1 two-entry buckets.
-    buckets: Box<[u64]>,
+    buckets: Box<Buckets>,
     /// Hash chains, allocated on the first call at level 2 or 3.
     prev: Box<[u32]>,
     next_base: u32,
@@ -35,17 +34,22 @@ impl Scratch {
     pub fn new() -> Scratch {
         Scratch {
             head: vec![0; 1 << HASH_BITS].into_boxed_slice(),
-            buckets: vec![0; 1 << BUCKET_BITS].into_boxed_slice(),
+            buckets: vec![0; std::mem::size_of::<Buckets>() / 8]
+                .into_boxed_slice()
+                .try_into()
+                .expect("length matches Buckets"),
             prev: Box::default(),
             next_base: WINDOW as u32 + 1,
-            tokens: Tokens::new(MAX_TOKENS),
+            tokens: Tokens::new(),
             blocks: BlockWriter::new(),
         }
     }
 
     /// Bytes of heap memory this scratch holds now.
     pub fn memory_size(&self) -> usize {
-        4 * (self.head.len() + self.prev.len() + self.tokens.list.capacity()) + 8 * self.buckets.len() + std::mem::size_of::<Scratch>()
+        4 * (self.head.len() + self.prev.len() + MAX_TOKENS)
+            + 8 * self.buckets.len()
+            + std::mem::size_of::<Scratch>()
     }
 
     /// Compresses `input` as whole blocks, the last one final if `is_final`, else followed by
@@ -77,16 +81,31 @@ impl Scratch {
             self.prev = vec![0; WINDOW].into_boxed_slice();
         }
         let params = match level {
-            2 => ChainParams { depth: 6, nice: 32, lazy: false },
-            _ => ChainParams { depth: 16, nice: 96, lazy: true },
+            2 => ChainParams {
+                depth: 6,
+                nice: 32,
+                lazy: false,
+            },
+            _ => ChainParams {
+                depth: 16,
+                nice: 96,
+                lazy: true,
+            },
         };
         let (mut pos, mut block_start) = (0, 0);
         // Start of the run of blocks that chose stored: written as one run of 64 KB blocks.
         let mut stored_from = None;
         while pos < data.len() {
             pos = match level {
-                1 => parse_fast(data, pos, &mut self.buckets, base, &mut self.tokens, MAX_TOKENS),
-                _ => parse_chain(data, pos, (&mut self.head, &mut self.prev), base, &mut self.tokens, MAX_TOKENS, params),
+                1 => parse_fast(data, pos, &mut self.buckets, base, &mut self.tokens),
+                _ => parse_chain(
+                    data,
+                    pos,
+                    (&mut self.head, &mut self.prev),
+                    base,
+                    &mut self.tokens,
+                    params,
+                ),
             };
             let done = pos >= data.len();
             match self.blocks.plan(&mut self.tokens, pos - block_start) {
@@ -131,7 +150,9 @@ impl Default for Scratch {
 
 impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scratch").field("memory_size", &self.memory_size()).finish_non_exhaustive()
+        f.debug_struct("Scratch")
+            .field("memory_size", &self.memory_size())
+            .finish_non_exhaustive()
     }
 }
 

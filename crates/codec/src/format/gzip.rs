@@ -40,7 +40,11 @@ pub struct Header {
 impl Header {
     /// A header with no name or time, the one a streaming encoder writes.
     pub fn minimal(level: u8) -> Header {
-        Header { xfl: xfl_for_level(level), os: OS_UNIX, ..Header::default() }
+        Header {
+            xfl: xfl_for_level(level),
+            os: OS_UNIX,
+            ..Header::default()
+        }
     }
 
     /// Serialises the header. Name and comment are cut at their first NUL, which RFC 1952
@@ -144,9 +148,13 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> 
     };
     let mut pos = 10;
     if flg & FEXTRA != 0 {
-        let Some(len) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let Some(len) = buf.get(pos..pos + 2) else {
+            return Ok(None);
+        };
         let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
-        let Some(extra) = buf.get(pos + 2..pos + 2 + len) else { return Ok(None) };
+        let Some(extra) = buf.get(pos + 2..pos + 2 + len) else {
+            return Ok(None);
+        };
         header.extra = Some(extra.to_vec());
         pos += 2 + len;
     }
@@ -164,7 +172,9 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> 
         }
     }
     if flg & FHCRC != 0 {
-        let Some(crc) = buf.get(pos..pos + 2) else { return Ok(None) };
+        let Some(crc) = buf.get(pos..pos + 2) else {
+            return Ok(None);
+        };
         let expected = u16::from_le_bytes([crc[0], crc[1]]);
         if crc32fast::hash(&buf[..pos]) as u16 != expected {
             return Err(HeaderError::Invalid);

@@ -20,7 +20,10 @@ pub fn header(level: u8) -> [u8; 2] {
 /// dictionary, valid FCHECK.
 pub fn is_valid_header(bytes: [u8; 2]) -> bool {
     let (cmf, flg) = (bytes[0], bytes[1]);
-    cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 == 0 && ((u16::from(cmf) << 8) | u16::from(flg)) % 31 == 0
+    cmf & 0x0f == 8
+        && cmf >> 4 <= 7
+        && flg & 0x20 == 0
+        && ((u16::from(cmf) << 8) | u16::from(flg)) % 31 == 0
 }
 
 /// The 4-byte trailer: Adler-32 of the uncompressed data, big-endian.
