@@ -130,9 +130,25 @@ pub fn table(out: &mut dyn Write, run: &Run<'_>) -> io::Result<()> {
         out,
         "per-stream state: {state} bytes (size_of::<zipwire_codec::Encoder>())"
     )?;
+    let scratch = {
+        // Touch every level so the scratch holds all the tables it ever allocates.
+        let mut scratch = zipwire_codec::Scratch::new();
+        for level in 1..=3 {
+            let level = zipwire_codec::Level::try_from(level).expect("stateless level");
+            let mut enc = zipwire_codec::Encoder::new(zipwire_codec::Format::Raw, level)
+                .expect("stateless level");
+            let _ = enc.finish(&mut scratch, b"scratch size probe", &mut Vec::new());
+        }
+        scratch.memory_size() as u64
+    };
     writeln!(
         out,
-        "{} open streams: {} of zipwire stream state (state only)",
+        "per-thread scratch: {} (shared by every stream the thread serves)",
+        decimal(scratch)
+    )?;
+    writeln!(
+        out,
+        "{} open streams: {} of zipwire stream state, plus one scratch per thread",
         grouped(OPEN_STREAMS),
         decimal(OPEN_STREAMS * state)
     )?;
