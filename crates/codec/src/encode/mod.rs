@@ -27,6 +27,7 @@ pub struct Encoder {
     level: u8,
     header_pending: bool,
     finished: bool,
+    store_only: bool,
 }
 
 impl Encoder {
@@ -46,6 +47,7 @@ impl Encoder {
             level: level.get(),
             header_pending: true,
             finished: false,
+            store_only: false,
         })
     }
 
@@ -64,6 +66,19 @@ impl Encoder {
     /// The stream's level.
     pub fn level(&self) -> Level {
         Level::try_from(self.level).expect("validated in Encoder::new")
+    }
+
+    /// Switches the following calls to stored blocks (no compression, almost no CPU) or back.
+    ///
+    /// A gateway over its CPU budget steps running streams down this way instead of cutting
+    /// them: the stream stays valid and is decoded the same way.
+    pub fn set_store_only(&mut self, store_only: bool) {
+        self.store_only = store_only;
+    }
+
+    /// Whether calls currently write stored blocks.
+    pub fn is_store_only(&self) -> bool {
+        self.store_only
     }
 
     /// Uncompressed bytes taken so far.
@@ -90,7 +105,7 @@ impl Encoder {
     ) -> Result<(), EncodeError> {
         self.start_call(input, out)?;
         if !input.is_empty() {
-            scratch.compress(self.level, input, false, out);
+            scratch.compress(self.effective_level(), input, false, out);
         }
         Ok(())
     }
@@ -107,7 +122,7 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         self.start_call(input, out)?;
-        scratch.compress(self.level, input, true, out);
+        scratch.compress(self.effective_level(), input, true, out);
         self.finished = true;
         match self.format {
             Format::Gzip => {
@@ -117,6 +132,15 @@ impl Encoder {
             Format::Raw => {}
         }
         Ok(())
+    }
+
+    /// The level the next call runs at: 0 (stored) when stepped down.
+    fn effective_level(&self) -> u8 {
+        if self.store_only {
+            0
+        } else {
+            self.level
+        }
     }
 
     fn start_call(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
@@ -332,5 +356,27 @@ mod tests {
             Encoder::new(Format::Gzip, Level::DEFAULT),
             Err(EncodeError::InvalidLevel { level: 6 })
         ));
+    }
+
+    #[test]
+    fn store_only_calls_write_stored_blocks_in_a_valid_stream() {
+        let data = sample(60_000, 4);
+        let mut scratch = Scratch::new();
+        let mut enc = Encoder::new(Format::Gzip, Level::FASTEST).unwrap();
+        let mut out = Vec::new();
+        enc.encode(&mut scratch, &data[..20_000], &mut out).unwrap();
+        let compressed_call = out.len();
+        enc.set_store_only(true);
+        assert!(enc.is_store_only());
+        enc.encode(&mut scratch, &data[20_000..40_000], &mut out)
+            .unwrap();
+        // Stored: the call's output is the input plus block framing.
+        assert_eq!(out.len() - compressed_call, 20_000 + 5);
+        enc.set_store_only(false);
+        enc.finish(&mut scratch, &data[40_000..], &mut out).unwrap();
+        assert_eq!(
+            decompress(Format::Gzip, &out, Limits::default()).unwrap(),
+            data
+        );
     }
 }

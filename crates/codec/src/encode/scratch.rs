@@ -53,7 +53,7 @@ impl Scratch {
     }
 
     /// Compresses `input` as whole blocks, the last one final if `is_final`, else followed by
-    /// a sync marker; output is byte-aligned.
+    /// a sync marker; output is byte-aligned. Level 0 writes stored blocks.
     pub(crate) fn compress(&mut self, level: u8, input: &[u8], is_final: bool, out: &mut Vec<u8>) {
         let mut w = BitWriter::new(out);
         self.tokens.clear();
@@ -64,6 +64,12 @@ impl Scratch {
             } else {
                 write_sync_marker(&mut w);
             }
+        }
+        if level == 0 && !input.is_empty() {
+            // Stored blocks end byte-aligned: no sync marker needed.
+            write_stored(&mut w, input, is_final);
+            w.finish();
+            return;
         }
         let segments = input.len().div_ceil(SEGMENT);
         for (i, segment) in input.chunks(SEGMENT).enumerate() {
