@@ -1,0 +1,226 @@
+//! Property bodies shared by the proptests (`tests/properties.rs`) and `fuzz/`: each takes
+//! arbitrary bytes, must never panic on its own, and asserts the invariants of the result.
+//! Not part of the API.
+
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING,
+    CONTENT_LENGTH, ETAG, VARY,
+};
+use http::{Method, StatusCode, Version};
+
+use crate::headers;
+use crate::list;
+use crate::{decide, AcceptEncoding, Coding, Decision, Negotiated, RequestFacts, ResponseFacts};
+use crate::{Budget, Rules};
+
+/// The offered lists every input is negotiated against.
+const OFFERED: &[&[Coding]] = &[
+    &[],
+    &[Coding::Gzip],
+    &[Coding::Gzip, Coding::Deflate],
+    &[Coding::Deflate, Coding::Gzip],
+];
+
+/// Splits `data` at `\n` into `Accept-Encoding` lines, negotiates, and checks the outcome
+/// against the weights: a chosen coding is offered, accepted, at least as heavy as every other
+/// offered coding and heavier than those preferred before it; "not acceptable" means identity
+/// is refused and nothing offered is accepted. Reading the lines from a `HeaderMap` must agree
+/// with reading the raw bytes. The lines then go through [`decide`] as a request's
+/// `Accept-Encoding`, with the checks of [`rules`].
+///
+/// # Panics
+///
+/// When an invariant does not hold.
+pub fn accept_encoding(data: &[u8]) {
+    let raw: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    let accept = AcceptEncoding::parse(raw.iter().copied());
+    for offered in OFFERED {
+        check_negotiation(&accept, offered);
+    }
+
+    let mut request = HeaderMap::new();
+    let mut valid = Vec::new();
+    for line in &raw {
+        if let Ok(value) = HeaderValue::from_bytes(line) {
+            request.append(ACCEPT_ENCODING, value);
+            valid.push(*line);
+        }
+    }
+    let from_map = AcceptEncoding::from_headers(&request);
+    assert_eq!(from_map, AcceptEncoding::parse(valid.iter().copied()));
+
+    let mut response = HeaderMap::new();
+    response.insert("content-type", HeaderValue::from_static("text/html"));
+    response.insert(ETAG, HeaderValue::from_static("\"v1\""));
+    check_decision(
+        &Method::GET,
+        &request,
+        StatusCode::OK,
+        response,
+        Budget::Available,
+    );
+}
+
+/// Builds a request and a response from `data` and checks that [`decide`] and
+/// [`headers::apply`] keep their promises.
+///
+/// The first byte picks the method, budget and client version, the next two the status; the
+/// rest is `\n`-separated lines whose first byte picks a header (request or response) and
+/// whose remaining bytes are its value, if they make a valid header value.
+///
+/// # Panics
+///
+/// When an invariant does not hold.
+pub fn rules(data: &[u8]) {
+    const NAMES: &[(bool, &str)] = &[
+        (true, "accept-encoding"),
+        (true, "cache-control"),
+        (false, "content-type"),
+        (false, "content-length"),
+        (false, "content-encoding"),
+        (false, "content-range"),
+        (false, "cache-control"),
+        (false, "vary"),
+        (false, "etag"),
+        (false, "accept-ranges"),
+    ];
+    let (head, rest) = data.split_at(data.len().min(3));
+    let flags = head.first().copied().unwrap_or(0);
+    let method = if flags & 1 == 1 {
+        Method::HEAD
+    } else {
+        Method::GET
+    };
+    let budget = if flags & 2 == 2 {
+        Budget::Exhausted
+    } else {
+        Budget::Available
+    };
+    let code = match head {
+        [_, hi, lo] => 100 + u16::from_be_bytes([*hi, *lo]) % 900,
+        _ => 200,
+    };
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+
+    let mut request = HeaderMap::new();
+    let mut response = HeaderMap::new();
+    for line in rest.split(|&b| b == b'\n') {
+        let Some((selector, value)) = line.split_first() else {
+            continue;
+        };
+        let (to_request, name) = NAMES[usize::from(*selector) % NAMES.len()];
+        let Ok(value) = HeaderValue::from_bytes(value) else {
+            continue;
+        };
+        let map = if to_request {
+            &mut request
+        } else {
+            &mut response
+        };
+        map.append(HeaderName::from_static(name), value);
+    }
+    check_decision(&method, &request, status, response, budget);
+}
+
+fn check_negotiation(accept: &AcceptEncoding, offered: &[Coding]) {
+    match accept.negotiate(offered) {
+        Negotiated::Coding(chosen) => {
+            assert!(accept.is_present());
+            assert!(accept.accepts(chosen));
+            let position = offered.iter().position(|&c| c == chosen);
+            let Some(position) = position else {
+                panic!("{chosen} chosen but not offered");
+            };
+            let q = accept.quality(chosen);
+            for (i, &other) in offered.iter().enumerate() {
+                let other_q = accept.quality(other);
+                assert!(other_q <= q, "{other} outweighs {chosen}");
+                assert!(i >= position || other_q < q, "{other} preferred on a tie");
+            }
+        }
+        Negotiated::NotAcceptable => {
+            assert!(accept.refuses_identity());
+            assert!(offered.iter().all(|&c| !accept.accepts(c)));
+        }
+        Negotiated::Identity => assert!(!accept.refuses_identity()),
+    }
+}
+
+fn check_decision(
+    method: &Method,
+    request: &HeaderMap,
+    status: StatusCode,
+    response: HeaderMap,
+    budget: Budget,
+) {
+    let cfg = Rules::default();
+    let req = RequestFacts::from_parts(method, request);
+    let mut resp = ResponseFacts::from_parts(status, &response);
+    resp.budget = budget;
+    let decision = decide(&req, &resp, &cfg);
+    let vary_star = list::elements(response.get_all(VARY)).any(|member| member == b"*");
+
+    for version in [Version::HTTP_10, Version::HTTP_11, Version::HTTP_2] {
+        let mut after = response.clone();
+        let framing = headers::apply(&decision, &mut after, version);
+        assert_eq!(
+            framing.is_some(),
+            !matches!(decision, Decision::Pass { .. })
+        );
+        match decision {
+            Decision::Compress { coding, .. } => {
+                assert!(cfg.offered.contains(&coding) && req.accept_encoding.accepts(coding));
+                assert_eq!(budget, Budget::Available);
+                let encodings: Vec<&[u8]> = after
+                    .get_all(CONTENT_ENCODING)
+                    .iter()
+                    .map(HeaderValue::as_bytes)
+                    .collect();
+                assert_eq!(encodings, [coding.as_str().as_bytes()]);
+                check_transformed(&response, &after, vary_star);
+            }
+            Decision::Decompress { .. } => {
+                assert!(!req.accept_encoding.accepts(Coding::Gzip));
+                assert!(!after.contains_key(CONTENT_ENCODING));
+                check_transformed(&response, &after, vary_star);
+            }
+            Decision::Pass { .. } => {
+                let mut without_vary = after.clone();
+                without_vary.remove(VARY);
+                let mut expected = response.clone();
+                expected.remove(VARY);
+                assert_eq!(without_vary, expected, "a pass changed more than Vary");
+            }
+        }
+    }
+}
+
+fn check_transformed(before: &HeaderMap, after: &HeaderMap, vary_star: bool) {
+    assert!(!after.contains_key(CONTENT_LENGTH));
+    assert!(!after.contains_key(ACCEPT_RANGES));
+    let etags: Vec<&HeaderValue> = after.get_all(ETAG).iter().collect();
+    assert!(etags.len() <= 1);
+    assert!(etags
+        .iter()
+        .all(|etag| etag.as_bytes().starts_with(b"W/\"")));
+    let vary: Vec<&HeaderValue> = after.get_all(VARY).iter().collect();
+    if vary_star {
+        let original: Vec<&HeaderValue> = before.get_all(VARY).iter().collect();
+        assert_eq!(vary, original, "Vary: * was touched");
+    } else {
+        assert_eq!(vary.len(), 1, "not one Vary line");
+        let members: Vec<&[u8]> = list::split(vary[0].as_bytes()).collect();
+        assert!(members.iter().all(|m| list::is_token(m)));
+        assert!(members
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(b"accept-encoding")));
+        for (i, member) in members.iter().enumerate() {
+            assert!(
+                !members[..i]
+                    .iter()
+                    .any(|seen| seen.eq_ignore_ascii_case(member)),
+                "duplicate Vary member"
+            );
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! zipwire's compressing reverse proxy: the socket-free core of its compression rules.
+//!
+//! The HTTP server comes later; this crate holds what it will ask on every response, as pure
+//! functions of headers, tested without sockets (pingora's `decide_action` is the model).
+//!
+//! # Brief overview
+//!
+//! - [`AcceptEncoding`] reads every `Accept-Encoding` line of a request, with q-values, and
+//!   [`AcceptEncoding::negotiate`] picks a [`Coding`] among those offered ([`negotiate`]
+//!   documents the rules, including how malformed elements are read).
+//! - [`RequestFacts::from_parts`] and [`ResponseFacts::from_parts`] read what the decision
+//!   needs from the method, status and headers; the caller adds the CPU/rate [`Budget`].
+//! - [`decide`] returns a [`Decision`]: compress, decompress upstream gzip for a client that
+//!   cannot read it, or pass for a named [`Bypass`] reason. A response to HEAD gets the same
+//!   decision as GET with [`Payload::Absent`].
+//! - [`headers::apply`] performs a decision's header rewrite (`Content-Encoding`,
+//!   `Content-Length`, `Accept-Ranges`, digests, weak `ETag`, one merged `Vary`) and says how
+//!   the body is now framed; [`headers::strip_accept_encoding`] prepares the request for
+//!   upstream in offload mode.
+//! - [`Rules`] is the typed configuration they follow (nginx's `gzip_min_length`,
+//!   `gzip_types`).
+//!
+//! # Why hand-written
+//!
+//! The `http` crate gives header maps but no content negotiation; the crates that negotiate
+//! `Accept-Encoding` (inside tower-http, actix) are tied to their frameworks and do not
+//! expose the pass reasons, the HEAD handling or the gunzip case a drop-in for nginx needs.
+//!
+//! # Example
+//!
+//! ```
+//! use http::header::{HeaderMap, HeaderValue};
+//! use http::{Method, StatusCode, Version};
+//! use zipwire_proxy::{decide, headers, Coding, Decision, Payload, RequestFacts, ResponseFacts, Rules};
+//!
+//! let mut request = HeaderMap::new();
+//! request.insert("accept-encoding", HeaderValue::from_static("br;q=1, gzip;q=0.8"));
+//! let mut response = HeaderMap::new();
+//! response.insert("content-type", HeaderValue::from_static("text/html; charset=utf-8"));
+//! response.insert("etag", HeaderValue::from_static("\"v1\""));
+//!
+//! let req = RequestFacts::from_parts(&Method::GET, &request);
+//! let resp = ResponseFacts::from_parts(StatusCode::OK, &response);
+//! let decision = decide(&req, &resp, &Rules::default());
+//! assert_eq!(decision, Decision::Compress { coding: Coding::Gzip, payload: Payload::Transform });
+//!
+//! let framing = headers::apply(&decision, &mut response, Version::HTTP_11);
+//! assert_eq!(framing, Some(headers::Framing::Chunked));
+//! assert_eq!(response["content-encoding"], "gzip");
+//! assert_eq!(response["etag"], "W/\"v1\"");
+//! assert_eq!(response["vary"], "Accept-Encoding");
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+mod facts;
+pub mod headers;
+mod list;
+mod media;
+pub mod negotiate;
+mod rules;
+
+#[doc(hidden)]
+pub mod fuzzing;
+
+pub use config::{ConfigError, Rules, TypePattern};
+pub use facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
+pub use media::MediaType;
+pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
+pub use rules::{decide, Bypass, Decision, Payload, Vary};

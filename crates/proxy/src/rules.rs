@@ -1,0 +1,253 @@
+//! The compression decision: a pure function of the request, the response headers and the
+//! [`Rules`], as pingora's `decide_action`.
+//!
+//! # Order of the checks
+//!
+//! What the response itself rules out comes first, so that the reason reported is the one
+//! that holds for every client: status, `Content-Range`, response `no-transform`, an existing
+//! `Content-Encoding`, multipart, type, event stream, length. Then what depends on this
+//! request: request `no-transform`, `Accept-Encoding`, and last the budget, so that a spent
+//! budget is only reported for a response that would otherwise have been compressed.
+//!
+//! # Vary
+//!
+//! A response whose form depends on `Accept-Encoding` must say so (RFC 9110 §12.5.5), also when
+//! this client gets it uncompressed, or a shared cache could serve gzip to a client that cannot
+//! read it (or identity to all). [`Decision::Pass`] therefore carries a [`Vary`]: `Add` for a
+//! compressible response passed because of this request (not accepted, request
+//! `no-transform`, budget), for upstream gzip passed to a client that accepts it (another
+//! client would get it decompressed), and for 304, which must repeat the `Vary` of the 200 it
+//! stands for (§15.4.5). nginx's `gzip_vary` does the same for compressible responses.
+//!
+//! # HEAD
+//!
+//! A HEAD response carries the header fields a GET would (RFC 9110 §9.3.2), so HEAD gets the
+//! same decision as GET, with [`Payload::Absent`]: rewrite the headers, encode nothing (an
+//! empty gzip stream would be a body).
+
+use std::fmt;
+
+use crate::config::Rules;
+use crate::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
+use crate::negotiate::{Coding, Negotiated};
+
+/// What to do with a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Encode in `coding`: rewrite the headers with
+    /// [`rewrite_for_compression`](crate::headers::rewrite_for_compression), then encode the
+    /// body if there is one.
+    Compress {
+        /// The coding to send.
+        coding: Coding,
+        /// Whether there is a body to encode.
+        payload: Payload,
+    },
+    /// Decode upstream's gzip for a client that does not accept it (nginx `gunzip`): rewrite
+    /// the headers with
+    /// [`rewrite_for_decompression`](crate::headers::rewrite_for_decompression), then decode
+    /// the body if there is one.
+    Decompress {
+        /// Whether there is a body to decode.
+        payload: Payload,
+    },
+    /// Pass the response on as it is, except for `Vary`.
+    Pass {
+        /// Why it is not transformed.
+        reason: Bypass,
+        /// Whether to merge `Vary: Accept-Encoding`
+        /// ([`add_vary_accept_encoding`](crate::headers::add_vary_accept_encoding)).
+        vary: Vary,
+    },
+}
+
+impl Decision {
+    /// Why the body is not transformed, for the bypass counters: the reason of a
+    /// [`Decision::Pass`], [`Bypass::Head`] for a header-only transform, `None` when the body
+    /// is encoded or decoded.
+    pub fn bypass(&self) -> Option<Bypass> {
+        match *self {
+            Decision::Pass { reason, .. } => Some(reason),
+            Decision::Compress {
+                payload: Payload::Absent,
+                ..
+            }
+            | Decision::Decompress {
+                payload: Payload::Absent,
+            } => Some(Bypass::Head),
+            Decision::Compress { .. } | Decision::Decompress { .. } => None,
+        }
+    }
+}
+
+/// Whether a transformed response has a body to transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Transform the body.
+    Transform,
+    /// A response to HEAD: headers only.
+    Absent,
+}
+
+/// Whether a passed response gets `Vary: Accept-Encoding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vary {
+    /// Merge `Accept-Encoding` into `Vary`.
+    Add,
+    /// Leave `Vary` as upstream sent it.
+    Unchanged,
+}
+
+/// Why a response body is not compressed or decompressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Bypass {
+    /// The client accepts none of the offered codings (or refuses identity and gzip alike).
+    NotAccepted,
+    /// A response to HEAD: headers are rewritten as for GET, there is no body. Only reported by
+    /// [`Decision::bypass`]; [`decide`] never passes because of it.
+    Head,
+    /// The status has no body or must not be transformed: 1xx, 204, 205, 206, 304, and codes
+    /// outside 200-599.
+    Status,
+    /// A partial representation (`Content-Range`): its offsets refer to the identity bytes.
+    ContentRange,
+    /// Upstream already applied a coding: one the proxy does not decode, several, or gzip that
+    /// this client accepts.
+    AlreadyEncoded,
+    /// `Cache-Control: no-transform` on the request or the response (RFC 9111 §5.2.1.6,
+    /// §5.2.2.6).
+    NoTransform,
+    /// A `multipart/*` type: byte ranges refer to identity offsets, and streamed parts
+    /// (`x-mixed-replace`) must reach the client one by one.
+    Multipart,
+    /// The media type is missing, unparsable, or not in [`Rules::types`]. A missing
+    /// `Content-Type` is never compressed, as in nginx: the proxy cannot know what it is.
+    Type,
+    /// The known `Content-Length` is below [`Rules::min_length`], or zero.
+    TooSmall,
+    /// The CPU or rate budget is spent ([`Budget::Exhausted`]).
+    Budget,
+    /// `text/event-stream` while the body layer cannot flush each event
+    /// ([`Rules::event_stream_flush`] is off).
+    EventStream,
+}
+
+impl Bypass {
+    /// A short snake_case name, for metric labels and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bypass::NotAccepted => "not_accepted",
+            Bypass::Head => "head",
+            Bypass::Status => "status",
+            Bypass::ContentRange => "content_range",
+            Bypass::AlreadyEncoded => "already_encoded",
+            Bypass::NoTransform => "no_transform",
+            Bypass::Multipart => "multipart",
+            Bypass::Type => "type",
+            Bypass::TooSmall => "too_small",
+            Bypass::Budget => "budget",
+            Bypass::EventStream => "event_stream",
+        }
+    }
+}
+
+impl fmt::Display for Bypass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Decides what to do with a response; see the module documentation for the order of the
+/// checks, `Vary` and HEAD.
+///
+/// Decompression is not subject to the type, length or budget checks: a client that cannot
+/// read gzip cannot read it whatever its type, and decoding is cheap next to encoding.
+pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision {
+    let pass = |reason| Decision::Pass {
+        reason,
+        vary: Vary::Unchanged,
+    };
+    let pass_vary = |reason| Decision::Pass {
+        reason,
+        vary: Vary::Add,
+    };
+    let payload = if req.is_head {
+        Payload::Absent
+    } else {
+        Payload::Transform
+    };
+
+    if !has_transformable_status(resp.status.as_u16()) {
+        return if resp.status.as_u16() == 304 {
+            pass_vary(Bypass::Status)
+        } else {
+            pass(Bypass::Status)
+        };
+    }
+    if resp.content_range {
+        return pass(Bypass::ContentRange);
+    }
+    if resp.no_transform {
+        return pass(Bypass::NoTransform);
+    }
+    match resp.content_encoding {
+        ContentEncoding::Identity => {}
+        ContentEncoding::Other => return pass(Bypass::AlreadyEncoded),
+        ContentEncoding::Gzip => return decide_gzip(req, payload),
+    }
+    let Some(media) = &resp.content_type else {
+        return pass(Bypass::Type);
+    };
+    if media.is_multipart() {
+        return pass(Bypass::Multipart);
+    }
+    if !cfg.is_compressible(media) {
+        return pass(Bypass::Type);
+    }
+    if media.is_event_stream() && !cfg.event_stream_flush {
+        return pass(Bypass::EventStream);
+    }
+    if resp
+        .content_length
+        .is_some_and(|length| length == 0 || length < cfg.min_length)
+    {
+        return pass(Bypass::TooSmall);
+    }
+    if req.no_transform {
+        return pass_vary(Bypass::NoTransform);
+    }
+    let Negotiated::Coding(coding) = req.accept_encoding.negotiate(&cfg.offered) else {
+        return pass_vary(Bypass::NotAccepted);
+    };
+    if resp.budget == Budget::Exhausted {
+        return pass_vary(Bypass::Budget);
+    }
+    Decision::Compress { coding, payload }
+}
+
+/// Upstream sent gzip: pass it to a client that accepts it, decode it for one that does not.
+fn decide_gzip(req: &RequestFacts, payload: Payload) -> Decision {
+    let reason = if req.accept_encoding.accepts(Coding::Gzip) {
+        Bypass::AlreadyEncoded
+    } else if req.no_transform {
+        Bypass::NoTransform
+    } else if req.accept_encoding.refuses_identity() {
+        Bypass::NotAccepted
+    } else {
+        return Decision::Decompress { payload };
+    };
+    Decision::Pass {
+        reason,
+        vary: Vary::Add,
+    }
+}
+
+/// Statuses whose body may be transformed: 200-599 except those that have no body (204, 205,
+/// 304) or carry a partial representation (206).
+fn has_transformable_status(code: u16) -> bool {
+    (200..600).contains(&code) && !matches!(code, 204 | 205 | 206 | 304)
+}
+
+#[cfg(test)]
+mod tests;

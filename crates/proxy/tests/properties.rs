@@ -1,0 +1,113 @@
+//! Property tests: the bodies live in `zipwire_proxy::fuzzing`, shared with `fuzz/`.
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use zipwire_proxy::fuzzing;
+
+/// A plausible `Accept-Encoding` element: known and unknown codings in mixed case, with valid,
+/// borderline and invalid weights.
+fn element() -> impl Strategy<Value = String> {
+    let name = prop_oneof![
+        Just("gzip"),
+        Just("GZIP"),
+        Just("x-gzip"),
+        Just("deflate"),
+        Just("identity"),
+        Just("*"),
+        Just("br"),
+        Just("zstd"),
+        Just("\"gzip\""),
+    ];
+    let weight = prop_oneof![
+        Just(String::new()),
+        "(;| ; )[qQ]=(0|1)(\\.[0-9]{0,4})?",
+        "; q=[0-9.a-z]{0,6}",
+        Just(";".to_owned()),
+        Just(";level=1".to_owned()),
+    ];
+    (name, weight).prop_map(|(name, weight)| format!("{name}{weight}"))
+}
+
+fn accept_encoding_lines() -> impl Strategy<Value = Vec<u8>> {
+    vec(
+        vec(element(), 0..5).prop_map(|elements| elements.join(", ")),
+        0..4,
+    )
+    .prop_map(|lines| lines.join("\n").into_bytes())
+}
+
+/// A header line for `fuzzing::rules`: the selector byte of a header (its index in
+/// `fuzzing::rules`' table), then a value that fits it, valid or not.
+fn rules_line() -> impl Strategy<Value = Vec<u8>> {
+    let accept =
+        accept_encoding_lines().prop_map(|b| String::from_utf8_lossy(&b).replace('\n', ","));
+    let line = prop_oneof![
+        4 => accept.prop_map(|v| (0u8, v)),
+        1 => prop_oneof![Just("no-transform"), Just("max-age=0")].prop_map(|v| (1, v.to_owned())),
+        4 => prop_oneof![
+            Just("text/html; charset=utf-8"),
+            Just("Application/JSON"),
+            Just("text/event-stream"),
+            Just("multipart/byteranges; boundary=x"),
+            Just("image/png"),
+            Just("text"),
+        ]
+        .prop_map(|v| (2, v.to_owned())),
+        2 => "[0-9]{1,4}|x".prop_map(|v| (3, v)),
+        1 => prop_oneof![Just("gzip"), Just("identity"), Just("br"), Just("gzip, br")]
+            .prop_map(|v| (4, v.to_owned())),
+        1 => Just((5, "bytes 0-1/2".to_owned())),
+        1 => prop_oneof![Just("no-transform"), Just("public")].prop_map(|v| (6, v.to_owned())),
+        2 => prop_oneof![Just("*"), Just("Cookie, accept-encoding"), Just("cookie"), Just("a b, \"x")]
+            .prop_map(|v| (7, v.to_owned())),
+        2 => prop_oneof![Just("\"v1\""), Just("W/\"v1\""), Just("v1"), Just("\"a\", \"b\"")]
+            .prop_map(|v| (8, v.to_owned())),
+        1 => Just((9, "bytes".to_owned())),
+    ];
+    line.prop_map(|(selector, value)| {
+        let mut line = vec![selector];
+        line.extend_from_slice(value.as_bytes());
+        line
+    })
+}
+
+proptest! {
+    #[test]
+    fn negotiation_never_panics_on_bytes(data in vec(any::<u8>(), 0..256)) {
+        fuzzing::accept_encoding(&data);
+    }
+
+    #[test]
+    fn negotiation_keeps_its_invariants(data in accept_encoding_lines()) {
+        fuzzing::accept_encoding(&data);
+    }
+
+    #[test]
+    fn decide_never_panics_on_bytes(data in vec(any::<u8>(), 0..512)) {
+        fuzzing::rules(&data);
+    }
+
+    #[test]
+    fn decide_keeps_its_invariants(
+        flags in any::<u8>(),
+        // 200 mostly; also 204, 206, 304 and 208.
+        status in prop_oneof![6 => Just(100u16), 1 => Just(104), 1 => Just(106), 1 => Just(108), 1 => Just(204)],
+        content_type in prop_oneof![Just("text/html"), Just("application/json; charset=utf-8")],
+        accept in prop_oneof![Just(b"gzip, deflate".to_vec()), accept_encoding_lines()],
+        lines in vec(rules_line(), 0..5),
+    ) {
+        // Mostly a compressible type and an Accept-Encoding, so that compression is common;
+        // the extra lines may add a second one of either.
+        let mut data = vec![flags];
+        data.extend_from_slice(&status.to_be_bytes());
+        data.push(2);
+        data.extend_from_slice(content_type.as_bytes());
+        data.extend_from_slice(b"\n\x00");
+        data.extend(accept.into_iter().map(|b| if b == b'\n' { b',' } else { b }));
+        for line in lines {
+            data.push(b'\n');
+            data.extend_from_slice(&line);
+        }
+        fuzzing::rules(&data);
+    }
+}

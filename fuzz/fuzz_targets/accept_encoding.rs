@@ -1,0 +1,8 @@
+//! `Accept-Encoding` negotiation on arbitrary header lines, then the compression decision and
+//! header rewrite for a request carrying them; the checks live in `zipwire_proxy::fuzzing`.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| zipwire_proxy::fuzzing::accept_encoding(data));
