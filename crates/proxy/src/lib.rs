@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod body;
 pub mod config;
 mod facts;
 pub mod headers;
@@ -65,6 +66,7 @@ mod rules;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use body::{BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use media::MediaType;

@@ -1,0 +1,664 @@
+//! Streaming bodies: compress an upstream body as it arrives, or decompress a gzip one for a
+//! client that does not accept gzip (nginx's `gunzip`).
+//!
+//! Both wrap any [`http_body::Body`] and are independent of the HTTP version. Memory per stream
+//! is bounded: [`CompressBody`] holds at most [`FlushPolicy::coalesce`] bytes of input plus one
+//! upstream frame, [`DecompressBody`] one upstream frame and one output chunk; the next frame is
+//! only pulled when the connection has taken the previous one, so a slow client slows the
+//! upstream read instead of filling memory.
+//!
+//! An upstream error mid-body is passed on as an error, never as a clean end: the server then
+//! aborts the client connection, and the client never receives a complete-looking gzip stream
+//! for a body that was cut short.
+
+use std::cell::RefCell;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame};
+use tokio::time::Sleep;
+use zipwire_codec::{DecodeError, Decoder, Encoder, Format, Limits, Scratch};
+
+thread_local! {
+    /// One encoder scratch per runtime thread, shared by every stream that thread polls.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// How a [`CompressBody`] groups upstream data into encoder calls.
+///
+/// The stateless encoder compresses each call on its own, so bigger calls compress better:
+/// HAProxy compresses each 16 kB buffer alone; gathering 64 kB gives the encoder four times the
+/// context. The delay keeps streaming responses live when the upstream pauses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// Input bytes gathered before an encoder call is made.
+    pub coalesce: usize,
+    /// Longest time gathered input waits for more while the upstream has nothing ready. Zero
+    /// compresses whatever is there as soon as the upstream pauses (server-sent events).
+    pub delay: Duration,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> FlushPolicy {
+        FlushPolicy {
+            coalesce: 64 * 1024,
+            delay: Duration::from_millis(20),
+        }
+    }
+}
+
+/// Counters a compressing or decompressing body adds to as it runs.
+#[derive(Debug, Default)]
+pub struct BodyMeter {
+    /// Bytes read from the upstream body.
+    pub bytes_in: AtomicU64,
+    /// Bytes handed to the client.
+    pub bytes_out: AtomicU64,
+    /// Time spent inside encoder or decoder calls, in nanoseconds.
+    pub busy_nanos: AtomicU64,
+}
+
+impl BodyMeter {
+    fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration) {
+        self.bytes_in.fetch_add(bytes_in as u64, Ordering::Relaxed);
+        self.bytes_out
+            .fetch_add(bytes_out as u64, Ordering::Relaxed);
+        self.busy_nanos.fetch_add(
+            busy.as_nanos().min(u128::from(u64::MAX)) as u64,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Why a streaming body stopped with an error.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum BodyError {
+    /// The upstream body failed (connection reset, timeout): the response is incomplete.
+    Upstream(Box<dyn StdError + Send + Sync>),
+    /// The upstream's gzip body does not decode.
+    Decode(DecodeError),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Upstream(_) => f.write_str("upstream body failed"),
+            BodyError::Decode(_) => f.write_str("upstream gzip body does not decode"),
+        }
+    }
+}
+
+impl StdError for BodyError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            BodyError::Upstream(e) => Some(e.as_ref()),
+            BodyError::Decode(e) => Some(e),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Reading upstream, compressing.
+    Streaming,
+    /// The final block went out; trailers, if any, come next.
+    Trailers,
+    /// Nothing more to send.
+    Done,
+}
+
+/// A body that compresses another body as it streams, with the stateless encoder.
+pub struct CompressBody<B> {
+    inner: B,
+    encoder: Encoder,
+    pending: Vec<u8>,
+    policy: FlushPolicy,
+    timer: Option<Pin<Box<Sleep>>>,
+    trailers: Option<HeaderMap>,
+    state: State,
+    store_only: Option<Arc<AtomicBool>>,
+    meter: Arc<BodyMeter>,
+}
+
+impl<B> CompressBody<B> {
+    /// Wraps `inner`, compressing with `encoder` (a fresh stream of levels 1-3).
+    pub fn new(
+        inner: B,
+        encoder: Encoder,
+        policy: FlushPolicy,
+        meter: Arc<BodyMeter>,
+    ) -> CompressBody<B> {
+        CompressBody {
+            inner,
+            encoder,
+            pending: Vec::new(),
+            policy,
+            timer: None,
+            trailers: None,
+            state: State::Streaming,
+            store_only: None,
+            meter,
+        }
+    }
+
+    /// Follows a budget's step-down switch: while it is set, calls write stored blocks.
+    pub fn with_step_down(mut self, store_only: Arc<AtomicBool>) -> CompressBody<B> {
+        self.store_only = Some(store_only);
+        self
+    }
+
+    /// Runs one encoder call over the gathered input.
+    fn compress(&mut self, is_final: bool) -> Bytes {
+        let started = Instant::now();
+        if let Some(flag) = &self.store_only {
+            self.encoder.set_store_only(flag.load(Ordering::Relaxed));
+        }
+        let mut out = Vec::with_capacity(self.pending.len() / 2 + 64);
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let result = if is_final {
+                self.encoder.finish(&mut scratch, &self.pending, &mut out)
+            } else {
+                self.encoder.encode(&mut scratch, &self.pending, &mut out)
+            };
+            // The state machine calls `finish` once, in `State::Streaming`, and nothing after.
+            debug_assert!(result.is_ok(), "encoder used after finish");
+        });
+        self.meter
+            .record(self.pending.len(), out.len(), started.elapsed());
+        self.pending.clear();
+        self.timer = None;
+        Bytes::from(out)
+    }
+}
+
+impl<B> Body for CompressBody<B>
+where
+    B: Body + Unpin,
+    B::Data: bytes::Buf,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        loop {
+            match this.state {
+                State::Done => return Poll::Ready(None),
+                State::Trailers => {
+                    this.state = State::Done;
+                    return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
+                }
+                State::Streaming => {}
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(mut data) => {
+                        while bytes::Buf::has_remaining(&data) {
+                            let chunk = bytes::Buf::chunk(&data);
+                            this.pending.extend_from_slice(chunk);
+                            let n = chunk.len();
+                            bytes::Buf::advance(&mut data, n);
+                        }
+                        if this.pending.len() >= this.policy.coalesce {
+                            return Poll::Ready(Some(Ok(Frame::data(this.compress(false)))));
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            this.trailers = Some(trailers);
+                        }
+                    }
+                },
+                Poll::Ready(Some(Err(e))) => {
+                    this.state = State::Done;
+                    return Poll::Ready(Some(Err(BodyError::Upstream(e.into()))));
+                }
+                Poll::Ready(None) => {
+                    let last = this.compress(true);
+                    this.state = State::Trailers;
+                    return Poll::Ready(Some(Ok(Frame::data(last))));
+                }
+                Poll::Pending => {
+                    if this.pending.is_empty() {
+                        return Poll::Pending;
+                    }
+                    if this.policy.delay.is_zero() {
+                        return Poll::Ready(Some(Ok(Frame::data(this.compress(false)))));
+                    }
+                    let delay = this.policy.delay;
+                    let timer = this
+                        .timer
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
+                    if timer.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Some(Ok(Frame::data(this.compress(false)))));
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.state == State::Done
+    }
+}
+
+impl<B> fmt::Debug for CompressBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompressBody")
+            .field("state", &self.state)
+            .field("pending", &self.pending.len())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Output produced per decoder step: the most a [`DecompressBody`] holds at once.
+const DECODE_CHUNK: usize = 64 * 1024;
+
+/// A body that decodes a gzip upstream body for a client that does not accept gzip.
+pub struct DecompressBody<B> {
+    inner: B,
+    decoder: Decoder,
+    input: Bytes,
+    upstream_done: bool,
+    state: State,
+    trailers: Option<HeaderMap>,
+    meter: Arc<BodyMeter>,
+}
+
+impl<B> DecompressBody<B> {
+    /// Wraps `inner`, a gzip body; `limits` caps what one response may decode to.
+    pub fn new(inner: B, limits: Limits, meter: Arc<BodyMeter>) -> DecompressBody<B> {
+        DecompressBody {
+            inner,
+            decoder: Decoder::new(Format::Gzip).with_limits(limits),
+            input: Bytes::new(),
+            upstream_done: false,
+            state: State::Streaming,
+            trailers: None,
+            meter,
+        }
+    }
+
+    /// Decodes from the buffered input into at most one chunk.
+    fn step(&mut self) -> Result<Bytes, DecodeError> {
+        let started = Instant::now();
+        let mut out = vec![0; DECODE_CHUNK];
+        let progress = self.decoder.decode(&self.input, &mut out)?;
+        bytes::Buf::advance(&mut self.input, progress.consumed);
+        out.truncate(progress.produced);
+        if self.decoder.is_done() {
+            // Bytes after the gzip stream are ignored, as `gzip -d` does with trailing garbage.
+            self.input = Bytes::new();
+        }
+        self.meter
+            .record(progress.consumed, progress.produced, started.elapsed());
+        Ok(Bytes::from(out))
+    }
+}
+
+impl<B> Body for DecompressBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        loop {
+            match this.state {
+                State::Done => return Poll::Ready(None),
+                State::Trailers => {
+                    this.state = State::Done;
+                    return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
+                }
+                State::Streaming => {}
+            }
+            if !this.input.is_empty() {
+                match this.step() {
+                    Ok(out) if !out.is_empty() => return Poll::Ready(Some(Ok(Frame::data(out)))),
+                    Ok(_) => {}
+                    Err(e) => {
+                        this.state = State::Done;
+                        return Poll::Ready(Some(Err(BodyError::Decode(e))));
+                    }
+                }
+                if !this.input.is_empty() && !this.decoder.is_done() {
+                    continue;
+                }
+            }
+            if this.upstream_done {
+                this.state = State::Trailers;
+                if let Err(e) = this.decoder.finish() {
+                    this.state = State::Done;
+                    return Poll::Ready(Some(Err(BodyError::Decode(e))));
+                }
+                continue;
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => this.input = data,
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            this.trailers = Some(trailers);
+                        }
+                    }
+                },
+                Poll::Ready(Some(Err(e))) => {
+                    this.state = State::Done;
+                    return Poll::Ready(Some(Err(BodyError::Upstream(e.into()))));
+                }
+                Poll::Ready(None) => this.upstream_done = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.state == State::Done
+    }
+}
+
+impl<B> fmt::Debug for DecompressBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DecompressBody")
+            .field("state", &self.state)
+            .field("buffered", &self.input.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use tokio::sync::mpsc;
+    use zipwire_codec::Level;
+
+    use super::*;
+
+    /// A body fed through a channel, so tests control pauses, errors and the end.
+    struct ChannelBody(mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>);
+
+    impl Body for ChannelBody {
+        type Data = Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            self.0.poll_recv(cx)
+        }
+    }
+
+    fn channel() -> (
+        mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>,
+        ChannelBody,
+    ) {
+        let (tx, rx) = mpsc::channel(64);
+        (tx, ChannelBody(rx))
+    }
+
+    fn compress_body<B>(inner: B, policy: FlushPolicy) -> (CompressBody<B>, Arc<BodyMeter>) {
+        let meter = Arc::new(BodyMeter::default());
+        let encoder = Encoder::new(Format::Gzip, Level::FASTEST).expect("level 1");
+        (
+            CompressBody::new(inner, encoder, policy, meter.clone()),
+            meter,
+        )
+    }
+
+    fn text(len: usize) -> Vec<u8> {
+        b"<li class=\"item\">zipwire compresses streams</li>\n"
+            .iter()
+            .cycle()
+            .take(len)
+            .copied()
+            .collect()
+    }
+
+    fn gunzip(data: &[u8]) -> Vec<u8> {
+        zipwire_codec::decompress(Format::Gzip, data, Limits::default()).expect("valid gzip")
+    }
+
+    #[tokio::test]
+    async fn small_frames_are_coalesced_into_few_calls() {
+        let data = text(300_000);
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = data
+            .chunks(1_000)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let (body, meter) = compress_body(
+            upstream,
+            FlushPolicy {
+                coalesce: 64 * 1024,
+                delay: Duration::from_secs(1),
+            },
+        );
+        let mut body = Box::pin(body);
+        let mut frames_out = 0;
+        let mut wire = Vec::new();
+        while let Some(frame) = body.frame().await {
+            wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
+            frames_out += 1;
+        }
+        assert_eq!(gunzip(&wire), data);
+        // 300 frames in, 64 KB calls: 4 full calls and the final one.
+        assert_eq!(frames_out, 5);
+        assert_eq!(meter.bytes_in.load(Ordering::Relaxed), 300_000);
+        assert_eq!(meter.bytes_out.load(Ordering::Relaxed), wire.len() as u64);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pausing_upstream_is_flushed_after_the_delay() {
+        let (tx, upstream) = channel();
+        let (body, _) = compress_body(
+            upstream,
+            FlushPolicy {
+                coalesce: 64 * 1024,
+                delay: Duration::from_millis(20),
+            },
+        );
+        let mut body = Box::pin(body);
+        tx.send(Ok(Frame::data(Bytes::from_static(b"event: one\n\n"))))
+            .await
+            .expect("open");
+        let started = tokio::time::Instant::now();
+        let first = body
+            .frame()
+            .await
+            .expect("a frame")
+            .expect("no error")
+            .into_data()
+            .expect("data");
+        assert_eq!(started.elapsed(), Duration::from_millis(20));
+        // What was sent so far decodes on its own: the call ended with a sync flush.
+        let mut inflate = Decoder::new(Format::Gzip);
+        let mut plain = Vec::new();
+        inflate.decode_to_vec(&first, &mut plain).expect("decodes");
+        assert_eq!(plain, b"event: one\n\n");
+        drop(tx);
+        let rest = body.collect().await.expect("no error").to_bytes();
+        inflate.decode_to_vec(&rest, &mut plain).expect("decodes");
+        inflate.finish().expect("complete stream");
+    }
+
+    #[tokio::test]
+    async fn zero_delay_flushes_as_soon_as_the_upstream_pauses() {
+        let (tx, upstream) = channel();
+        let (body, _) = compress_body(
+            upstream,
+            FlushPolicy {
+                coalesce: 64 * 1024,
+                delay: Duration::ZERO,
+            },
+        );
+        let mut body = Box::pin(body);
+        tx.send(Ok(Frame::data(Bytes::from_static(b"data: 1\n\n"))))
+            .await
+            .expect("open");
+        let first = body
+            .frame()
+            .await
+            .expect("a frame")
+            .expect("no error")
+            .into_data()
+            .expect("data");
+        let mut plain = Vec::new();
+        Decoder::new(Format::Gzip)
+            .decode_to_vec(&first, &mut plain)
+            .expect("decodes");
+        assert_eq!(plain, b"data: 1\n\n");
+    }
+
+    #[tokio::test]
+    async fn an_upstream_error_is_an_error_not_a_clean_end() {
+        let (tx, upstream) = channel();
+        let (body, _) = compress_body(upstream, FlushPolicy::default());
+        let mut body = Box::pin(body);
+        tx.send(Ok(Frame::data(Bytes::from(text(100_000)))))
+            .await
+            .expect("open");
+        tx.send(Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        )))
+        .await
+        .expect("open");
+        let mut wire = Vec::new();
+        let mut failed = false;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => wire.extend_from_slice(&frame.into_data().expect("data")),
+                Err(BodyError::Upstream(_)) => failed = true,
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        assert!(failed);
+        // What reached the client is a valid prefix but never a complete gzip stream.
+        let mut decoder = Decoder::new(Format::Gzip);
+        decoder
+            .decode_to_vec(&wire, &mut Vec::new())
+            .expect("valid prefix");
+        assert_eq!(decoder.finish(), Err(DecodeError::Truncated));
+    }
+
+    #[tokio::test]
+    async fn step_down_switches_running_streams_to_stored_blocks() {
+        let data = text(200_000);
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = data
+            .chunks(50_000)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let flag = Arc::new(AtomicBool::new(true));
+        let (body, _) = compress_body(
+            upstream,
+            FlushPolicy {
+                coalesce: 50_000,
+                delay: Duration::from_secs(1),
+            },
+        );
+        let wire = body
+            .with_step_down(flag)
+            .collect()
+            .await
+            .expect("no error")
+            .to_bytes();
+        assert!(wire.len() > data.len(), "stored, not compressed");
+        assert_eq!(gunzip(&wire), data);
+    }
+
+    #[tokio::test]
+    async fn trailers_follow_the_final_block() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+            Ok(Frame::data(Bytes::from_static(b"hello"))),
+            Ok(Frame::trailers(trailers.clone())),
+        ];
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let (body, _) = compress_body(upstream, FlushPolicy::default());
+        let collected = body.collect().await.expect("no error");
+        assert_eq!(collected.trailers(), Some(&trailers));
+        assert_eq!(gunzip(&collected.to_bytes()), b"hello");
+    }
+
+    #[tokio::test]
+    async fn gzip_upstream_is_decoded_for_clients_without_gzip() {
+        let data = text(500_000);
+        let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &data);
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = gz
+            .chunks(7_000)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let meter = Arc::new(BodyMeter::default());
+        let mut body = Box::pin(DecompressBody::new(upstream, Limits::default(), meter));
+        let mut plain = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let chunk = frame.expect("no error").into_data().expect("data");
+            assert!(chunk.len() <= DECODE_CHUNK);
+            plain.extend_from_slice(&chunk);
+        }
+        assert_eq!(plain, data);
+    }
+
+    #[tokio::test]
+    async fn truncated_or_corrupt_gzip_upstream_is_an_error() {
+        let data = text(50_000);
+        let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, &data);
+        let mut corrupt = gz.clone();
+        corrupt[gz.len() - 6] ^= 0xff; // inside the CRC/ISIZE trailer
+        for (name, bytes) in [
+            ("truncated", gz[..gz.len() - 3].to_vec()),
+            ("corrupt", corrupt),
+        ] {
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> =
+                vec![Ok(Frame::data(Bytes::from(bytes)))];
+            let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+            let body =
+                DecompressBody::new(upstream, Limits::default(), Arc::new(BodyMeter::default()));
+            let result = body.collect().await;
+            assert!(matches!(result, Err(BodyError::Decode(_))), "{name}");
+        }
+    }
+
+    /// A stream over a vector of frames (what `futures::stream::iter` does).
+    fn futures_iter<T: Unpin>(items: Vec<T>) -> VecStream<T> {
+        VecStream(items.into_iter())
+    }
+
+    struct VecStream<T>(std::vec::IntoIter<T>);
+
+    impl<T: Unpin> futures_core::Stream for VecStream<T> {
+        type Item = T;
+
+        fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<T>> {
+            Poll::Ready(self.0.next())
+        }
+    }
+}
