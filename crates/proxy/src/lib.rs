@@ -62,6 +62,7 @@ mod list;
 mod media;
 pub mod negotiate;
 mod rules;
+pub mod settings;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -72,3 +73,6 @@ pub use facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use media::MediaType;
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use rules::{decide, Bypass, Decision, Payload, Vary};
+pub use settings::{
+    BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
+};
