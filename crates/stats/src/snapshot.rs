@@ -1,0 +1,172 @@
+//! The snapshot value and its JSON form.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The throttle reasons every `/metrics` output lists, at 0 or 1, so their series exist before
+/// the first throttle. A reason outside this list still appears while it is the current one.
+pub const THROTTLE_REASONS: &[&str] = &["cpu", "rate"];
+
+/// The proxy's counters and gauges at one moment.
+///
+/// Counters only grow while the process runs; gauges go up and down. The field names are the
+/// JSON keys; [`crate::prometheus`] lists the metric each becomes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// Time since the proxy started (JSON: `uptime_seconds`, a number).
+    #[serde(rename = "uptime_seconds", with = "seconds")]
+    pub uptime: Duration,
+    /// Requests received from clients (counter).
+    pub requests: u64,
+    /// Responses sent compressed (counter).
+    pub responses_compressed: u64,
+    /// Gzip responses decoded for clients that do not accept gzip (counter).
+    pub responses_decompressed: u64,
+    /// Responses passed as they came, by reason (`not_accepted`, `too_small`, `budget`, …;
+    /// counters).
+    pub bypassed: BTreeMap<String, u64>,
+    /// Body bytes read from upstreams (counter).
+    pub bytes_in: u64,
+    /// Body bytes sent to clients (counter).
+    pub bytes_out: u64,
+    /// Bytes compression kept off the wire: input minus output of compressed responses
+    /// (counter).
+    pub bytes_saved: u64,
+    /// Time spent inside encoder and decoder calls, summed over threads, in seconds (counter).
+    pub compress_seconds: f64,
+    /// Response bodies being compressed or decompressed now (gauge).
+    pub active_streams: u64,
+    /// Bytes of compression buffers those streams hold (gauge).
+    pub stream_memory_bytes: u64,
+    /// The budget limit compression is throttled by (`cpu`, `rate`), `None` when compression
+    /// is open (gauge).
+    pub throttled: Option<String>,
+}
+
+impl Snapshot {
+    /// The snapshot as a pretty-printed JSON object (keys as the field names, `throttled`
+    /// `null` when open). A non-finite `compress_seconds` is written as `null`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .expect("a Snapshot serializes: its maps have string keys and nothing can fail")
+    }
+
+    /// The snapshot in the Prometheus text exposition format 0.0.4; see [`crate::prometheus`].
+    pub fn to_prometheus(&self) -> String {
+        crate::prometheus::render(self)
+    }
+
+    /// Responses passed uncompressed, all reasons together.
+    pub fn bypassed_total(&self) -> u64 {
+        self.bypassed
+            .values()
+            .fold(0, |sum, n| sum.saturating_add(*n))
+    }
+}
+
+/// `Duration` as a number of seconds, which is what JSON readers expect.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(value.as_secs_f64())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(seconds).map_err(|_| {
+            de::Error::invalid_value(
+                de::Unexpected::Float(seconds),
+                &"a non-negative number of seconds",
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn sample() -> Snapshot {
+        let mut snapshot = Snapshot {
+            uptime: Duration::from_millis(12_500),
+            requests: 1_000,
+            responses_compressed: 700,
+            responses_decompressed: 5,
+            bytes_in: 10_000_000,
+            bytes_out: 3_500_000,
+            bytes_saved: 6_500_000,
+            compress_seconds: 1.25,
+            active_streams: 42,
+            stream_memory_bytes: 42 * 65_536,
+            throttled: Some("cpu".to_owned()),
+            ..Snapshot::default()
+        };
+        snapshot.bypassed.insert("too_small".to_owned(), 200);
+        snapshot.bypassed.insert("type".to_owned(), 95);
+        snapshot
+    }
+
+    #[test]
+    fn json_fields() {
+        let snapshot = sample();
+        let json: Value = serde_json::from_str(&snapshot.to_json()).expect("valid JSON");
+        assert_eq!(json["uptime_seconds"], 12.5);
+        assert_eq!(json["requests"], 1_000);
+        assert_eq!(json["responses_compressed"], 700);
+        assert_eq!(json["responses_decompressed"], 5);
+        assert_eq!(json["bypassed"]["too_small"], 200);
+        assert_eq!(json["bypassed"]["type"], 95);
+        assert_eq!(json["bytes_in"], 10_000_000);
+        assert_eq!(json["bytes_out"], 3_500_000);
+        assert_eq!(json["bytes_saved"], 6_500_000);
+        assert_eq!(json["compress_seconds"], 1.25);
+        assert_eq!(json["active_streams"], 42);
+        assert_eq!(json["stream_memory_bytes"], 42 * 65_536);
+        assert_eq!(json["throttled"], "cpu");
+        let keys = json.as_object().expect("an object").len();
+        assert_eq!(keys, 12, "one key per field");
+    }
+
+    #[test]
+    fn json_round_trips() {
+        for snapshot in [sample(), Snapshot::default()] {
+            let text = snapshot.to_json();
+            let value: Value = serde_json::from_str(&text).expect("valid JSON");
+            let back: Snapshot = serde_json::from_value(value).expect("reads back");
+            assert_eq!(back, snapshot);
+        }
+    }
+
+    #[test]
+    fn open_budget_is_null() {
+        let json: Value = serde_json::from_str(&Snapshot::default().to_json()).expect("valid JSON");
+        assert_eq!(json["throttled"], Value::Null);
+        assert_eq!(json["bypassed"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn negative_uptime_is_rejected() {
+        let mut value: Value = serde_json::from_str(&sample().to_json()).expect("valid JSON");
+        value["uptime_seconds"] = serde_json::json!(-1.0);
+        let err = serde_json::from_value::<Snapshot>(value).expect_err("negative uptime");
+        assert!(err.to_string().contains("non-negative"), "{err}");
+    }
+
+    #[test]
+    fn bypassed_total_adds_reasons() {
+        assert_eq!(sample().bypassed_total(), 295);
+        assert_eq!(Snapshot::default().bypassed_total(), 0);
+    }
+}
