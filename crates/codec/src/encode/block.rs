@@ -5,8 +5,8 @@ use super::bits::BitWriter;
 use super::huffman::{canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN};
 use super::lz77::{Tokens, MATCH_FLAG};
 use super::tables::{
-    dist_code, fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK,
-    LENGTH_BASE, LENGTH_CODE, LENGTH_EXTRA, NUM_DIST, NUM_LITLEN,
+    fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK, LENGTH_BASE,
+    LENGTH_CODE, LENGTH_EXTRA, NUM_DIST, NUM_LITLEN,
 };
 
 /// Largest payload of one stored block.
@@ -22,6 +22,8 @@ struct Code {
     /// Per match length − 3: the length symbol's code and its extra bits, `bits | nbits << 24`.
     len: [u32; 256],
     dist_codes: [u16; 32],
+    /// Per distance code: `code | len << 16 | (len + extra) << 24 | base << 32`.
+    dist: [u64; 32],
 }
 
 impl Code {
@@ -32,6 +34,7 @@ impl Code {
             lit: [0; 257],
             len: [0; 256],
             dist_codes: [0; 32],
+            dist: [0; 32],
         }
     }
 
@@ -42,6 +45,13 @@ impl Code {
         canonical_codes(&self.dist_lens, &mut self.dist_codes);
         for ((entry, &code), &len) in self.lit.iter_mut().zip(&lit_codes).zip(&self.lit_lens) {
             *entry = u32::from(code) | u32::from(len) << 24;
+        }
+        for (dc, entry) in self.dist.iter_mut().enumerate().take(NUM_DIST) {
+            let len = u64::from(self.dist_lens[dc]);
+            *entry = u64::from(self.dist_codes[dc])
+                | len << 16
+                | (len + u64::from(DIST_EXTRA[dc])) << 24
+                | u64::from(DIST_BASE[dc]) << 32;
         }
         for (l3, entry) in self.len.iter_mut().enumerate() {
             let code = usize::from(LENGTH_CODE[l3]);
@@ -301,13 +311,12 @@ fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
         } else {
             let e = code.len[(t & 0xff) as usize];
             w.put(u64::from(e & 0xff_ffff), e >> 24);
-            let d1 = (t >> 8) & 0x7fff;
-            let dc = dist_code(d1);
-            let extra = u64::from(d1 + 1 - u32::from(DIST_BASE[dc]));
-            let nbits = u32::from(code.dist_lens[dc]);
+            let d1 = u64::from((t >> 8) & 0x7fff);
+            let e = code.dist[((t >> 23) & 0x1f) as usize];
+            let extra = d1 + 1 - (e >> 32);
             w.put(
-                u64::from(code.dist_codes[dc]) | extra << nbits,
-                nbits + u32::from(DIST_EXTRA[dc]),
+                (e & 0xffff) | extra << ((e >> 16) & 0xff),
+                ((e >> 24) & 0xff) as u32,
             );
         }
         w.flush();
