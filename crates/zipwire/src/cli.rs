@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{value_parser, Args, Parser, Subcommand};
+use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
 
 /// Compression offload for data in transit.
 #[derive(Debug, Parser)]
@@ -12,6 +12,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// Log more: -v for debug, -vv for trace (on top of RUST_LOG; default info).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub verbose: u8,
 }
 
 /// The subcommands.

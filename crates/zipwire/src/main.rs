@@ -7,6 +7,7 @@
 
 mod bench;
 mod cli;
+mod logging;
 mod sample;
 
 use std::io::{self, Write};
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    logging::init(cli.verbose)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let code = match cli.command {
         Command::Bench(args) => bench::run(&args, &mut out)?,
