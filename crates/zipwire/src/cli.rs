@@ -1,9 +1,13 @@
 //! Command-line flags (clap). Each subcommand's arguments are a struct of their own, so adding
-//! `proxy`, `tunnel`, `compress` or `decompress` is one more [`Command`] variant.
+//! `tunnel`, `compress` or `decompress` is one more [`Command`] variant.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
+use http::uri::Authority;
+
+use crate::proxy::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
 
 /// Compression offload for data in transit.
 #[derive(Debug, Parser)]
@@ -23,6 +27,60 @@ pub struct Cli {
 pub enum Command {
     /// Measure zipwire against other implementations.
     Bench(BenchArgs),
+    /// HTTP reverse proxy that compresses responses for its clients (nginx `gzip on` in front
+    /// of HAProxy, in one process). Flags override the configuration file's keys.
+    Proxy(ProxyArgs),
+}
+
+/// `zipwire proxy`. Sizes take k, m and g suffixes (64k); see docs/config.md for every key.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// TOML configuration file (see zipwire.toml.example).
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Address to accept clients on [default: 127.0.0.1:8080]
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
+    pub listen: Option<SocketAddr>,
+
+    /// Origin server, http://HOST:PORT; repeat for several (round-robin). Replaces the file's
+    /// upstreams.
+    #[arg(long = "upstream", value_name = "URL", value_parser = parse_upstream)]
+    pub upstreams: Vec<Authority>,
+
+    /// Worker threads [default: the number of cores]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+
+    /// Compression level, 1 (fastest, stateless) to 9 [default: 1]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(1..=9))]
+    pub level: Option<u8>,
+
+    /// Address of the admin listener (/stats, /metrics) [default: off]
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
+    pub admin: Option<SocketAddr>,
+
+    /// Responses with a known length below this many bytes pass uncompressed [default: 256]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub min_length: Option<u64>,
+
+    /// Percent of one core compression may use before new responses pass uncompressed
+    /// [default: no limit]
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub max_cpu: Option<f64>,
+
+    /// Input bytes per second compression may take [default: no limit]
+    #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
+    pub max_rate: Option<u64>,
+
+    /// Total bytes of compression buffers [default: no limit]
+    #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
+    pub max_memory: Option<u64>,
+
+    /// Check the configuration, print the effective configuration (every key, defaults
+    /// included) and exit.
+    #[arg(long, required = true)]
+    pub check: bool,
 }
 
 /// `zipwire bench`: which benchmark to run.
@@ -67,6 +125,13 @@ pub struct CodecArgs {
           hide_default_value = true,
           value_parser = value_parser!(u8).range(1..=3))]
     pub levels: Vec<u8>,
+}
+
+fn parse_positive_size(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err("must be above zero".to_owned()),
+        bytes => Ok(bytes),
+    }
 }
 
 fn parse_seconds(text: &str) -> Result<f64, String> {

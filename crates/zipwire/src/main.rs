@@ -1,13 +1,14 @@
 //! `zipwire`: compression offload for data in transit.
 //!
 //! The binary only parses flags, dispatches to a subcommand and maps errors to exit codes; the
-//! work lives in the library crates. Subcommands today: `bench codec`.
+//! work lives in the library crates. Subcommands today: `bench codec`, `proxy --check`.
 
 #![forbid(unsafe_code)]
 
 mod bench;
 mod cli;
 mod logging;
+mod proxy;
 mod sample;
 
 use std::io::{self, Write};
@@ -35,6 +36,7 @@ fn run() -> anyhow::Result<ExitCode> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     let code = match cli.command {
         Command::Bench(args) => bench::run(&args, &mut out)?,
+        Command::Proxy(args) => proxy::run(&args, &mut out)?,
     };
     out.flush()?;
     Ok(code)

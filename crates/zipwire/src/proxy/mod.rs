@@ -1,0 +1,93 @@
+//! `zipwire proxy`: the compressing reverse proxy's configuration.
+//!
+//! Configuration comes in two stages (see `docs/config.md`): the TOML file named by
+//! `--config` and the flags are read into one [`RawConfig`] each, the flags laid over the file
+//! ([`RawConfig::overlay`]); then `TryFrom<RawConfig> for ProxyConfig` checks every value,
+//! names the key of any it rejects, and applies the defaults. `--check` prints the effective
+//! configuration and exits, like `nginx -t`.
+
+mod raw;
+mod render;
+mod typed;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use zipwire_proxy::ProxyConfig;
+
+use crate::cli::ProxyArgs;
+use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig};
+
+pub use self::render::render;
+pub use self::value::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
+
+/// Runs `zipwire proxy --check`: validates the configuration and writes the effective
+/// configuration to `out`. (clap requires `--check` until the server is wired to this
+/// command.)
+pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let config = load(args)?;
+    out.write_all(render(&config).as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the file (if any), lays the flags over it and checks the result.
+///
+/// # Errors
+///
+/// The file cannot be read or is not valid TOML for this configuration, or a value is
+/// rejected (the error names the file and the key).
+pub fn load(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
+    let file = match &args.config {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            RawConfig::from_toml(&text).with_context(|| path.display().to_string())?
+        }
+        None => RawConfig::default(),
+    };
+    let raw = file.overlay(flags(args));
+    let config = ProxyConfig::try_from(raw);
+    match &args.config {
+        Some(path) => config.with_context(|| path.display().to_string()),
+        None => config.map_err(anyhow::Error::from),
+    }
+}
+
+/// The flags as a raw configuration, to lay over the file. clap has already checked each
+/// value with the same parsers the file's values go through, so they are written back in the
+/// file's syntax.
+fn flags(args: &ProxyArgs) -> RawConfig {
+    RawConfig {
+        listen: args.listen.map(|addr| addr.to_string()),
+        upstreams: (!args.upstreams.is_empty()).then(|| {
+            args.upstreams
+                .iter()
+                .map(|authority| format!("http://{authority}"))
+                .collect()
+        }),
+        threads: args.threads.map(i64::from),
+        admin: args.admin.map(|addr| addr.to_string()),
+        compression: RawCompression {
+            level: args.level.map(i64::from),
+            min_length: args.min_length.map(quantity),
+            ..RawCompression::default()
+        },
+        budget: RawBudget {
+            max_cpu: args.max_cpu,
+            max_rate: args.max_rate.map(quantity),
+            max_memory: args.max_memory.map(quantity),
+            ..RawBudget::default()
+        },
+        ..RawConfig::default()
+    }
+}
+
+fn quantity(bytes: u64) -> Quantity {
+    Quantity::Text(bytes.to_string())
+}

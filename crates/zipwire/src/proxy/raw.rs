@@ -1,0 +1,293 @@
+//! The first configuration stage: the TOML file and the flags as given, every key optional,
+//! nothing checked beyond TOML types. [`RawConfig::overlay`] lets the flags win over the
+//! file; `TryFrom<RawConfig> for ProxyConfig` (in `typed`) then checks every value and
+//! applies the defaults.
+//!
+//! Numbers are read as `i64` (TOML's integer) and sizes and durations as [`Quantity`], so a
+//! negative number or a duration without a unit is rejected with the key's name instead of a
+//! serde type error.
+
+use serde::Deserialize;
+
+/// The whole file. Unknown keys are errors (a typo must not silently fall back to a default).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `listen`: the client-facing address.
+    pub listen: Option<String>,
+    /// `upstreams`: origin URLs.
+    pub upstreams: Option<Vec<String>>,
+    /// `threads`: runtime worker threads.
+    pub threads: Option<i64>,
+    /// `down_time`: how long a failed upstream is skipped.
+    pub down_time: Option<Quantity>,
+    /// `admin`: the admin listener's address.
+    pub admin: Option<String>,
+    /// `[compression]`.
+    #[serde(default)]
+    pub compression: RawCompression,
+    /// `[budget]`.
+    #[serde(default)]
+    pub budget: RawBudget,
+    /// `[forwarding]`.
+    #[serde(default)]
+    pub forwarding: RawForwarding,
+    /// `[timeouts]`.
+    #[serde(default)]
+    pub timeouts: RawTimeouts,
+    /// `[limits]`.
+    #[serde(default)]
+    pub limits: RawLimits,
+}
+
+/// `[compression]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCompression {
+    /// `level`: 1-9.
+    pub level: Option<i64>,
+    /// `min_length`: bytes.
+    pub min_length: Option<Quantity>,
+    /// `types`: media type patterns.
+    pub types: Option<Vec<String>>,
+    /// `codings`: `gzip`, `deflate`, most preferred first.
+    pub codings: Option<Vec<String>>,
+    /// `coalesce`: bytes gathered per encoder call.
+    pub coalesce: Option<Quantity>,
+    /// `flush_delay`: longest wait for more input.
+    pub flush_delay: Option<Quantity>,
+    /// `offload`: strip `Accept-Encoding` upstream.
+    pub offload: Option<bool>,
+    /// `gunzip`: decode gzip for clients without it.
+    pub gunzip: Option<bool>,
+    /// `gunzip_max_output`: bytes one gunzipped response may reach.
+    pub gunzip_max_output: Option<Quantity>,
+}
+
+/// `[budget]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    /// `max_cpu`: percent of one core.
+    pub max_cpu: Option<f64>,
+    /// `max_rate`: input bytes per second.
+    pub max_rate: Option<Quantity>,
+    /// `max_memory`: bytes of compression buffers.
+    pub max_memory: Option<Quantity>,
+    /// `hysteresis`: fraction of a limit.
+    pub hysteresis: Option<f64>,
+    /// `window`: measuring span.
+    pub window: Option<Quantity>,
+}
+
+/// `[forwarding]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawForwarding {
+    /// `x_forwarded_for`: append the client address.
+    pub x_forwarded_for: Option<bool>,
+    /// `via`: pseudonym for `Via`; empty for none.
+    pub via: Option<String>,
+}
+
+/// `[timeouts]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    /// `header_read`.
+    pub header_read: Option<Quantity>,
+    /// `upstream_connect`.
+    pub upstream_connect: Option<Quantity>,
+    /// `upstream_response`.
+    pub upstream_response: Option<Quantity>,
+    /// `idle`.
+    pub idle: Option<Quantity>,
+    /// `shutdown_grace`.
+    pub shutdown_grace: Option<Quantity>,
+}
+
+/// `[limits]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// `max_header_bytes`.
+    pub max_header_bytes: Option<Quantity>,
+    /// `max_connections`.
+    pub max_connections: Option<i64>,
+}
+
+/// A size or a duration as written: a bare number or a string with a unit (`"64k"`,
+/// `"250ms"`). Which units make sense depends on the key.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Quantity {
+    /// A TOML integer.
+    Int(i64),
+    /// A TOML float (never valid: sizes and durations are whole numbers).
+    Float(f64),
+    /// A TOML string.
+    Text(String),
+}
+
+impl RawConfig {
+    /// Reads a TOML document.
+    pub fn from_toml(text: &str) -> Result<RawConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// This configuration with every key that `top` sets replaced by `top`'s value (the flags
+    /// over the file). Lists are replaced, not appended to.
+    pub fn overlay(self, top: RawConfig) -> RawConfig {
+        RawConfig {
+            listen: top.listen.or(self.listen),
+            upstreams: top.upstreams.or(self.upstreams),
+            threads: top.threads.or(self.threads),
+            down_time: top.down_time.or(self.down_time),
+            admin: top.admin.or(self.admin),
+            compression: RawCompression {
+                level: top.compression.level.or(self.compression.level),
+                min_length: top.compression.min_length.or(self.compression.min_length),
+                types: top.compression.types.or(self.compression.types),
+                codings: top.compression.codings.or(self.compression.codings),
+                coalesce: top.compression.coalesce.or(self.compression.coalesce),
+                flush_delay: top.compression.flush_delay.or(self.compression.flush_delay),
+                offload: top.compression.offload.or(self.compression.offload),
+                gunzip: top.compression.gunzip.or(self.compression.gunzip),
+                gunzip_max_output: top
+                    .compression
+                    .gunzip_max_output
+                    .or(self.compression.gunzip_max_output),
+            },
+            budget: RawBudget {
+                max_cpu: top.budget.max_cpu.or(self.budget.max_cpu),
+                max_rate: top.budget.max_rate.or(self.budget.max_rate),
+                max_memory: top.budget.max_memory.or(self.budget.max_memory),
+                hysteresis: top.budget.hysteresis.or(self.budget.hysteresis),
+                window: top.budget.window.or(self.budget.window),
+            },
+            forwarding: RawForwarding {
+                x_forwarded_for: top
+                    .forwarding
+                    .x_forwarded_for
+                    .or(self.forwarding.x_forwarded_for),
+                via: top.forwarding.via.or(self.forwarding.via),
+            },
+            timeouts: RawTimeouts {
+                header_read: top.timeouts.header_read.or(self.timeouts.header_read),
+                upstream_connect: top
+                    .timeouts
+                    .upstream_connect
+                    .or(self.timeouts.upstream_connect),
+                upstream_response: top
+                    .timeouts
+                    .upstream_response
+                    .or(self.timeouts.upstream_response),
+                idle: top.timeouts.idle.or(self.timeouts.idle),
+                shutdown_grace: top.timeouts.shutdown_grace.or(self.timeouts.shutdown_grace),
+            },
+            limits: RawLimits {
+                max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),
+                max_connections: top.limits.max_connections.or(self.limits.max_connections),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_all_unset() {
+        assert_eq!(RawConfig::from_toml(""), Ok(RawConfig::default()));
+    }
+
+    #[test]
+    fn reads_every_section() {
+        let raw = RawConfig::from_toml(
+            r#"
+            listen = "0.0.0.0:80"
+            upstreams = ["http://a:1", "http://b:2"]
+            [compression]
+            level = 2
+            min_length = "1k"
+            coalesce = 4096
+            flush_delay = "5ms"
+            [budget]
+            max_cpu = 80
+            hysteresis = 0.2
+            [forwarding]
+            via = ""
+            [timeouts]
+            idle = "2m"
+            [limits]
+            max_connections = 5
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(raw.listen.as_deref(), Some("0.0.0.0:80"));
+        assert_eq!(raw.upstreams.as_ref().map(Vec::len), Some(2));
+        assert_eq!(raw.compression.level, Some(2));
+        assert_eq!(
+            raw.compression.min_length,
+            Some(Quantity::Text("1k".to_owned()))
+        );
+        assert_eq!(raw.compression.coalesce, Some(Quantity::Int(4096)));
+        // An integer percentage reads as a float.
+        assert_eq!(raw.budget.max_cpu, Some(80.0));
+        assert_eq!(raw.budget.hysteresis, Some(0.2));
+        assert_eq!(raw.forwarding.via.as_deref(), Some(""));
+        assert_eq!(raw.timeouts.idle, Some(Quantity::Text("2m".to_owned())));
+        assert_eq!(raw.limits.max_connections, Some(5));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        for text in [
+            "levle = 1",
+            "[compression]\nlevle = 1",
+            "[bugdet]\nmax_cpu = 1",
+        ] {
+            let err = RawConfig::from_toml(text).expect_err(text).to_string();
+            assert!(err.contains("unknown field"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn wrong_types_name_the_place() {
+        let err = RawConfig::from_toml("[compression]\nlevel = \"fast\"")
+            .expect_err("a string level")
+            .to_string();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn overlay_prefers_the_top() {
+        let file = RawConfig::from_toml(
+            "listen = \"127.0.0.1:1\"\nupstreams = [\"http://a:1\", \"http://b:1\"]\n\
+             [compression]\nlevel = 3\noffload = false",
+        )
+        .expect("valid");
+        let flags = RawConfig {
+            upstreams: Some(vec!["http://c:1".to_owned()]),
+            compression: RawCompression {
+                level: Some(5),
+                ..RawCompression::default()
+            },
+            ..RawConfig::default()
+        };
+        let merged = file.overlay(flags);
+        assert_eq!(merged.listen.as_deref(), Some("127.0.0.1:1"));
+        assert_eq!(merged.upstreams, Some(vec!["http://c:1".to_owned()]));
+        assert_eq!(merged.compression.level, Some(5));
+        assert_eq!(merged.compression.offload, Some(false));
+    }
+
+    #[test]
+    fn overlay_of_nothing_changes_nothing() {
+        let file = RawConfig::from_toml(include_str!("../../../../zipwire.toml.example"))
+            .expect("the example parses");
+        assert_eq!(file.clone().overlay(RawConfig::default()), file);
+        assert_eq!(RawConfig::default().overlay(file.clone()), file);
+    }
+}

@@ -1,0 +1,142 @@
+//! The effective configuration written back as TOML, for `zipwire proxy --check` (as
+//! `nginx -T` prints the configuration it would run with).
+//!
+//! Every key is written, defaults included; an unset optional key is a comment saying so.
+//! The output is itself a valid configuration file that reads back to the same
+//! configuration.
+
+use std::fmt::Write as _;
+
+use zipwire_proxy::ProxyConfig;
+
+use crate::proxy::value::{format_duration, format_size};
+
+/// `config` as a TOML document.
+pub fn render(config: &ProxyConfig) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the `let _` below discard an always-Ok result.
+    let _ = write_config(&mut out, config);
+    out
+}
+
+fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
+    writeln!(out, "# effective configuration of zipwire proxy")?;
+    writeln!(out, "listen = {}", quote(&config.listen.to_string()))?;
+    let upstreams: Vec<String> = config
+        .upstreams
+        .iter()
+        .map(|upstream| quote(&format!("http://{}", upstream.authority)))
+        .collect();
+    writeln!(out, "upstreams = [{}]", upstreams.join(", "))?;
+    writeln!(out, "threads = {}", config.threads)?;
+    writeln!(
+        out,
+        "down_time = {}",
+        quote(&format_duration(config.down_time))
+    )?;
+    match config.admin {
+        Some(admin) => writeln!(out, "admin = {}", quote(&admin.to_string()))?,
+        None => writeln!(out, "# admin: off")?,
+    }
+
+    let compression = &config.compression;
+    writeln!(out, "\n[compression]")?;
+    writeln!(out, "level = {}", compression.level)?;
+    writeln!(out, "min_length = {}", size(compression.rules.min_length))?;
+    let types: Vec<String> = compression
+        .rules
+        .types
+        .iter()
+        .map(|pattern| quote(&pattern.to_string()))
+        .collect();
+    if types.is_empty() {
+        writeln!(out, "types = []")?;
+    } else {
+        writeln!(out, "types = [\n    {},\n]", types.join(",\n    "))?;
+    }
+    let codings: Vec<String> = compression
+        .rules
+        .offered
+        .iter()
+        .map(|coding| quote(coding.as_str()))
+        .collect();
+    writeln!(out, "codings = [{}]", codings.join(", "))?;
+    writeln!(
+        out,
+        "coalesce = {}",
+        size(compression.flush.coalesce as u64)
+    )?;
+    writeln!(
+        out,
+        "flush_delay = {}",
+        quote(&format_duration(compression.flush.delay))
+    )?;
+    writeln!(out, "offload = {}", compression.offload)?;
+    writeln!(out, "gunzip = {}", compression.gunzip)?;
+    writeln!(
+        out,
+        "gunzip_max_output = {}",
+        size(compression.gunzip_max_output)
+    )?;
+
+    let budget = &config.budget;
+    writeln!(out, "\n[budget]")?;
+    match budget.max_cpu {
+        Some(percent) => writeln!(out, "max_cpu = {percent:?}")?,
+        None => writeln!(out, "# max_cpu: no limit")?,
+    }
+    match budget.max_rate {
+        Some(rate) => writeln!(out, "max_rate = {}", size(rate))?,
+        None => writeln!(out, "# max_rate: no limit")?,
+    }
+    match budget.max_memory {
+        Some(memory) => writeln!(out, "max_memory = {}", size(memory))?,
+        None => writeln!(out, "# max_memory: no limit")?,
+    }
+    writeln!(out, "hysteresis = {:?}", budget.hysteresis)?;
+    writeln!(out, "window = {}", quote(&format_duration(budget.window)))?;
+
+    writeln!(out, "\n[forwarding]")?;
+    writeln!(
+        out,
+        "x_forwarded_for = {}",
+        config.forwarding.x_forwarded_for
+    )?;
+    let via = config.forwarding.via.as_deref().unwrap_or("");
+    writeln!(out, "via = {}", quote(via))?;
+
+    let timeouts = &config.timeouts;
+    writeln!(out, "\n[timeouts]")?;
+    for (key, duration) in [
+        ("header_read", timeouts.header_read),
+        ("upstream_connect", timeouts.upstream_connect),
+        ("upstream_response", timeouts.upstream_response),
+        ("idle", timeouts.idle),
+        ("shutdown_grace", timeouts.shutdown_grace),
+    ] {
+        writeln!(out, "{key} = {}", quote(&format_duration(duration)))?;
+    }
+
+    writeln!(out, "\n[limits]")?;
+    writeln!(
+        out,
+        "max_header_bytes = {}",
+        size(config.limits.max_header_bytes as u64)
+    )?;
+    writeln!(out, "max_connections = {}", config.limits.max_connections)
+}
+
+/// A size as a TOML value: a quoted `"64KiB"` when a suffix fits exactly, else a number.
+fn size(bytes: u64) -> String {
+    let text = format_size(bytes);
+    if text.bytes().all(|b| b.is_ascii_digit()) && i64::try_from(bytes).is_ok() {
+        text
+    } else {
+        quote(&text)
+    }
+}
+
+/// A TOML basic string.
+fn quote(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}

@@ -1,0 +1,417 @@
+//! The configuration stages together: the example file, defaults, rejections with their keys,
+//! flags over the file, and `--check`'s output reading back.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use zipwire_codec::Level;
+use zipwire_proxy::{Coding, ProxyConfig, Upstream};
+
+use super::raw::RawConfig;
+use super::typed::DEFAULT_LISTEN;
+use super::{flags, render};
+use crate::cli::{Cli, Command, ProxyArgs};
+
+const EXAMPLE: &str = include_str!("../../../../zipwire.toml.example");
+const CONFIG_DOC: &str = include_str!("../../../../docs/config.md");
+
+fn typed(text: &str) -> Result<ProxyConfig, String> {
+    let raw = RawConfig::from_toml(text).map_err(|e| e.to_string())?;
+    ProxyConfig::try_from(raw).map_err(|e| e.to_string())
+}
+
+fn upstream(authority: &str) -> Upstream {
+    Upstream {
+        authority: authority.parse().expect("valid test authority"),
+    }
+}
+
+/// `ProxyConfig` has no `PartialEq`; its `Debug` output shows every field.
+fn same(a: &ProxyConfig, b: &ProxyConfig) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+/// The example with every commented-out `key = value` line enabled.
+fn example_with_every_key() -> String {
+    EXAMPLE
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(rest) if is_key_line(rest) => rest,
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_key_line(line: &str) -> bool {
+    line.split_once(" = ").is_some_and(|(key, _)| {
+        !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+    })
+}
+
+/// `section.key` for every key line, commented or not (a `# key: …` note counts too).
+fn keys_of(text: &str) -> BTreeSet<String> {
+    let mut section = String::new();
+    let mut keys = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = format!("{name}.");
+            continue;
+        }
+        let line = line.strip_prefix("# ").unwrap_or(line);
+        let key = line
+            .split_once(" = ")
+            .or_else(|| line.split_once(": "))
+            .map(|(key, _)| key)
+            .filter(|key| {
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            });
+        if let Some(key) = key {
+            keys.insert(format!("{section}{key}"));
+        }
+    }
+    keys
+}
+
+#[test]
+fn example_parses_to_the_defaults() {
+    let config = typed(EXAMPLE).expect("the example is valid");
+    let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
+    assert!(same(&config, &defaults), "{config:#?}\n!=\n{defaults:#?}");
+}
+
+#[test]
+fn example_shows_every_key() {
+    let raw = RawConfig::from_toml(&example_with_every_key()).expect("uncommented example parses");
+    let debug = format!("{raw:?}");
+    assert!(
+        !debug.contains("None"),
+        "a key is missing from the example: {debug}"
+    );
+    // And the uncommented values are valid too.
+    let config = ProxyConfig::try_from(raw).expect("uncommented example is valid");
+    assert_eq!(config.threads, 4);
+    assert_eq!(config.admin, Some("127.0.0.1:9901".parse().expect("addr")));
+    assert_eq!(config.budget.max_cpu, Some(80.0));
+    assert_eq!(config.budget.max_rate, Some(100 << 20));
+    assert_eq!(config.budget.max_memory, Some(256 << 20));
+}
+
+#[test]
+fn example_check_output_and_docs_cover_the_same_keys() {
+    let example = keys_of(EXAMPLE);
+    let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
+    let rendered = keys_of(&render(&defaults));
+    assert_eq!(example, rendered);
+    assert_eq!(example.len(), 28);
+    for key in &example {
+        assert!(
+            CONFIG_DOC.contains(&format!("`{key}`")),
+            "docs/config.md lacks `{key}`"
+        );
+    }
+}
+
+#[test]
+fn defaults_need_only_an_upstream() {
+    let config = typed("upstreams = [\"http://origin:9000\"]").expect("valid");
+    assert_eq!(
+        config.listen,
+        "127.0.0.1:8080".parse::<SocketAddr>().expect("addr")
+    );
+    assert!(same(
+        &config,
+        &ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("origin:9000")])
+    ));
+}
+
+#[test]
+fn every_key_is_applied() {
+    let config = typed(
+        r#"
+        listen = "0.0.0.0:80"
+        upstreams = ["http://a:81", "http://b"]
+        threads = 3
+        down_time = "30s"
+        admin = "127.0.0.1:9901"
+        [compression]
+        level = 6
+        min_length = "1k"
+        types = ["text/*", "application/json"]
+        codings = ["deflate", "gzip"]
+        coalesce = "16k"
+        flush_delay = "0s"
+        offload = false
+        gunzip = false
+        gunzip_max_output = "10m"
+        [budget]
+        max_cpu = 75.5
+        max_rate = "8MiB"
+        max_memory = 1000000
+        hysteresis = 0
+        window = "500ms"
+        [forwarding]
+        x_forwarded_for = false
+        via = ""
+        [timeouts]
+        header_read = "5s"
+        upstream_connect = "1s"
+        upstream_response = "2m"
+        idle = "90s"
+        shutdown_grace = "0s"
+        [limits]
+        max_header_bytes = "16k"
+        max_connections = 500
+        "#,
+    )
+    .expect("valid");
+    assert_eq!(
+        config.listen,
+        "0.0.0.0:80".parse::<SocketAddr>().expect("addr")
+    );
+    assert_eq!(config.upstreams, [upstream("a:81"), upstream("b:80")]);
+    assert_eq!(config.threads, 3);
+    assert_eq!(config.down_time, Duration::from_secs(30));
+    assert_eq!(config.admin, Some("127.0.0.1:9901".parse().expect("addr")));
+    let c = &config.compression;
+    assert_eq!(c.level, Level::try_from(6).expect("level"));
+    assert_eq!(c.rules.min_length, 1024);
+    let types: Vec<String> = c.rules.types.iter().map(ToString::to_string).collect();
+    assert_eq!(types, ["text/*", "application/json"]);
+    assert_eq!(c.rules.offered, [Coding::Deflate, Coding::Gzip]);
+    assert_eq!(c.flush.coalesce, 16 * 1024);
+    assert_eq!(c.flush.delay, Duration::ZERO);
+    assert!(!c.offload);
+    assert!(!c.gunzip);
+    assert_eq!(c.gunzip_max_output, 10 << 20);
+    let b = &config.budget;
+    assert_eq!(b.max_cpu, Some(75.5));
+    assert_eq!(b.max_rate, Some(8 << 20));
+    assert_eq!(b.max_memory, Some(1_000_000));
+    assert_eq!(b.hysteresis, 0.0);
+    assert_eq!(b.window, Duration::from_millis(500));
+    assert!(!config.forwarding.x_forwarded_for);
+    assert_eq!(config.forwarding.via, None);
+    let t = &config.timeouts;
+    assert_eq!(t.header_read, Duration::from_secs(5));
+    assert_eq!(t.upstream_connect, Duration::from_secs(1));
+    assert_eq!(t.upstream_response, Duration::from_secs(120));
+    assert_eq!(t.idle, Duration::from_secs(90));
+    assert_eq!(t.shutdown_grace, Duration::ZERO);
+    assert_eq!(config.limits.max_header_bytes, 16 * 1024);
+    assert_eq!(config.limits.max_connections, 500);
+
+    // --check's output reads back to the same configuration.
+    let again = typed(&render(&config)).expect("rendered config is valid");
+    assert!(same(&config, &again), "{}", render(&config));
+}
+
+#[test]
+fn defaults_render_and_read_back() {
+    let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
+    let text = render(&defaults);
+    let again = typed(&text).expect("rendered defaults are valid");
+    assert!(same(&defaults, &again), "{text}");
+    assert!(text.contains("\n# admin: off\n"), "{text}");
+    assert!(text.contains("\ncoalesce = \"64KiB\"\n"), "{text}");
+    assert!(text.contains("\nheader_read = \"10s\"\n"), "{text}");
+}
+
+#[test]
+fn rejections_name_the_key() {
+    const UP: &str = "upstreams = [\"http://o:1\"]\n";
+    let rows: &[(&str, &str)] = &[
+        ("", "upstreams: no upstream given: set upstreams = [\"http://HOST:PORT\"] or pass --upstream"),
+        ("upstreams = []", "upstreams: no upstream given"),
+        ("upstreams = [\"http://o:1\", \"ftp://x\"]", "upstreams[1]: 'ftp://x' is not an http:// URL"),
+        (
+            "upstreams = [\"https://o\"]",
+            "upstreams[0]: 'https://o' uses https, but TLS to upstreams is not supported yet: use http://",
+        ),
+        ("listen = \"localhost:80\"", "listen: 'localhost:80' is not an IP address and port"),
+        ("threads = 0", "threads: 0 is not a thread count 1-1024"),
+        ("threads = 5000", "threads: 5000 is not a thread count 1-1024"),
+        ("down_time = 10", "down_time: 10 has no unit: write a string like \"10s\" or \"10ms\""),
+        ("admin = \"127.0.0.1:8080\"", "admin: 127.0.0.1:8080 is also the listen address"),
+        ("[compression]\nlevel = 12", "compression.level: 12 is not a level 1-9"),
+        ("[compression]\nlevel = -1", "compression.level: -1 is not a level 1-9"),
+        ("[compression]\nmin_length = -5", "compression.min_length: -5 is negative"),
+        ("[compression]\nmin_length = 1.5", "compression.min_length: 1.5 is not a whole number of bytes"),
+        ("[compression]\nmin_length = \"2kb\"", "compression.min_length: '2kb' is not a size"),
+        ("[compression]\ntypes = [\"text/html\", \"html\"]", "compression.types[1]: 'html' is not a media type pattern"),
+        ("[compression]\ncodings = [\"br\"]", "compression.codings[0]: 'br' is not a coding the proxy produces (gzip, deflate)"),
+        ("[compression]\ncodings = [\"gzip\", \"GZIP\"]", "compression.codings[1]: 'GZIP' is listed twice"),
+        ("[compression]\ncodings = []", "compression.codings: empty"),
+        ("[compression]\ncoalesce = 0", "compression.coalesce: 0 is not within 1-16MiB"),
+        ("[compression]\ncoalesce = \"1g\"", "compression.coalesce: 1GiB is not within 1-16MiB"),
+        ("[compression]\nflush_delay = \"soon\"", "compression.flush_delay: 'soon' is not a duration"),
+        ("[compression]\ngunzip_max_output = 0", "compression.gunzip_max_output: 0 is below the minimum of 1"),
+        ("[budget]\nmax_cpu = 0", "budget.max_cpu: 0 is not a positive percentage"),
+        ("[budget]\nmax_cpu = -3.5", "budget.max_cpu: -3.5 is not a positive percentage"),
+        ("[budget]\nmax_cpu = nan", "budget.max_cpu: NaN is not a positive percentage"),
+        ("[budget]\nmax_rate = 0", "budget.max_rate: 0 is below the minimum of 1"),
+        ("[budget]\nmax_memory = \"-1k\"", "budget.max_memory: '-1k' is not a size"),
+        ("[budget]\nhysteresis = 1", "budget.hysteresis: 1 is not a fraction from 0 up to (not including) 1"),
+        ("[budget]\nhysteresis = -0.1", "budget.hysteresis: -0.1 is not a fraction"),
+        ("[budget]\nwindow = \"0s\"", "budget.window: must be longer than zero"),
+        ("[forwarding]\nvia = \"my proxy\"", "forwarding.via: 'my proxy' is not a token"),
+        ("[timeouts]\nheader_read = \"0ms\"", "timeouts.header_read: must be longer than zero"),
+        ("[timeouts]\nupstream_connect = 3", "timeouts.upstream_connect: 3 has no unit"),
+        ("[timeouts]\nupstream_response = \"1d\"", "timeouts.upstream_response: '1d' is not a duration"),
+        ("[timeouts]\nidle = 2.5", "timeouts.idle: 2.5 has no unit"),
+        ("[timeouts]\nshutdown_grace = \"x\"", "timeouts.shutdown_grace: 'x' is not a duration"),
+        ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
+        ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
+    ];
+    for (text, expected) in rows {
+        // Every row but the upstream ones gets a valid upstream, so the key under test fails.
+        let text = if text.starts_with("upstreams") || text.is_empty() {
+            (*text).to_owned()
+        } else {
+            format!("{UP}{text}")
+        };
+        let err = typed(&text).expect_err(&text);
+        assert!(
+            err.starts_with(expected),
+            "{text:?}\n  got: {err}\n want: {expected}"
+        );
+    }
+}
+
+#[test]
+fn toml_errors_are_reported_with_their_place() {
+    for (text, expected) in [
+        ("listen = ", "line 1"),
+        ("[compression]\nlevl = 1", "unknown field `levl`"),
+        ("upstreams = \"http://o:1\"", "invalid type"),
+        ("[forwarding]\nx_forwarded_for = \"yes\"", "invalid type"),
+    ] {
+        let err = typed(text).expect_err(text);
+        assert!(err.contains(expected), "{text:?}: {err}");
+    }
+}
+
+fn proxy_args(flags: &[&str]) -> Result<ProxyArgs, clap::Error> {
+    let argv = ["zipwire", "proxy", "--check"].iter().chain(flags);
+    let cli = Cli::try_parse_from(argv)?;
+    match cli.command {
+        Command::Proxy(args) => Ok(args),
+        other => panic!("parsed as {other:?}"),
+    }
+}
+
+fn merged(file: &str, flag_list: &[&str]) -> Result<ProxyConfig, String> {
+    let args = proxy_args(flag_list).map_err(|e| e.to_string())?;
+    let raw = RawConfig::from_toml(file)
+        .expect("valid test TOML")
+        .overlay(flags(&args));
+    ProxyConfig::try_from(raw).map_err(|e| e.to_string())
+}
+
+#[test]
+fn flags_alone_are_a_configuration() {
+    let config = merged("", &["--upstream", "http://127.0.0.1:9000"]).expect("valid");
+    let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
+    assert!(same(&config, &defaults));
+}
+
+#[test]
+fn flags_override_the_file() {
+    let file = r#"
+        listen = "127.0.0.1:1000"
+        upstreams = ["http://a:1", "http://b:1"]
+        threads = 2
+        [compression]
+        level = 2
+        min_length = 100
+        offload = false
+        [budget]
+        max_cpu = 50
+    "#;
+    let config = merged(
+        file,
+        &[
+            "--listen",
+            "127.0.0.1:2000",
+            "--upstream",
+            "http://c:1",
+            "--upstream",
+            "http://d",
+            "--threads",
+            "8",
+            "--level",
+            "9",
+            "--admin",
+            "[::1]:9901",
+            "--min-length",
+            "1k",
+            "--max-cpu",
+            "90",
+            "--max-rate",
+            "10m",
+            "--max-memory",
+            "64MiB",
+        ],
+    )
+    .expect("valid");
+    assert_eq!(
+        config.listen,
+        "127.0.0.1:2000".parse::<SocketAddr>().expect("addr")
+    );
+    assert_eq!(config.upstreams, [upstream("c:1"), upstream("d:80")]);
+    assert_eq!(config.threads, 8);
+    assert_eq!(config.compression.level, Level::BEST);
+    assert_eq!(config.admin, Some("[::1]:9901".parse().expect("addr")));
+    assert_eq!(config.compression.rules.min_length, 1024);
+    assert_eq!(config.budget.max_cpu, Some(90.0));
+    assert_eq!(config.budget.max_rate, Some(10 << 20));
+    assert_eq!(config.budget.max_memory, Some(64 << 20));
+    // What no flag set stays as the file said.
+    assert!(!config.compression.offload);
+
+    let config = merged(file, &[]).expect("valid");
+    assert_eq!(config.upstreams, [upstream("a:1"), upstream("b:1")]);
+    assert_eq!(config.compression.level, Level::try_from(2).expect("level"));
+}
+
+#[test]
+fn bad_flags_are_refused_by_clap_with_the_flag_name() {
+    let rows: &[(&[&str], &str)] = &[
+        (&["--level", "12"], "--level"),
+        (&["--level", "0"], "--level"),
+        (&["--threads", "0"], "--threads"),
+        (
+            &["--upstream", "ftp://x"],
+            "'ftp://x' is not an http:// URL",
+        ),
+        (
+            &["--upstream", "https://x"],
+            "TLS to upstreams is not supported yet",
+        ),
+        (
+            &["--listen", "localhost:1"],
+            "is not an IP address and port",
+        ),
+        (&["--admin", "nowhere"], "--admin"),
+        (&["--min-length", "-1"], "'-1'"),
+        (&["--min-length", "1.5k"], "is not a size"),
+        (&["--max-cpu", "0"], "is not a positive percentage"),
+        (&["--max-rate", "0"], "must be above zero"),
+        (&["--max-memory", "lots"], "is not a size"),
+    ];
+    for (flag_list, expected) in rows {
+        let err = proxy_args(flag_list)
+            .expect_err(&format!("{flag_list:?}"))
+            .to_string();
+        assert!(err.contains(expected), "{flag_list:?}: {err}");
+    }
+}
+
+#[test]
+fn check_is_required_for_now() {
+    let err = Cli::try_parse_from(["zipwire", "proxy", "--upstream", "http://o:1"])
+        .expect_err("no --check");
+    assert!(err.to_string().contains("--check"), "{err}");
+}

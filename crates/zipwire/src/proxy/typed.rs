@@ -1,0 +1,339 @@
+//! The second configuration stage: every raw value checked and turned into the proxy's typed
+//! [`ProxyConfig`], defaults applied where a key is unset.
+//!
+//! The defaults are the proxy library's ([`ProxyConfig::new`]) except [`DEFAULT_LISTEN`],
+//! which belongs to the command. Every rejection names its key as it is written in the file
+//! (`compression.level`, `upstreams[1]`).
+
+use std::error::Error;
+use std::fmt;
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use zipwire_codec::Level;
+use zipwire_proxy::{Coding, ProxyConfig, TypePattern, Upstream};
+
+use crate::proxy::raw::{Quantity, RawConfig};
+use crate::proxy::value;
+
+/// Where the proxy listens when neither the file nor `--listen` says.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8080);
+
+/// The most worker threads accepted.
+const MAX_THREADS: i64 = 1024;
+
+/// A rejected configuration value: the key as written in the file, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    key: String,
+    problem: String,
+}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+        ConfigError {
+            key: key.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// The rejected key, like `compression.level` or `upstreams[1]`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.problem)
+    }
+}
+
+impl Error for ConfigError {}
+
+impl TryFrom<RawConfig> for ProxyConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawConfig) -> Result<ProxyConfig, ConfigError> {
+        let listen = match &raw.listen {
+            Some(text) => at("listen", value::parse_socket_addr(text))?,
+            None => DEFAULT_LISTEN,
+        };
+        let upstreams = upstreams(raw.upstreams.as_deref().unwrap_or_default())?;
+        let mut config = ProxyConfig::new(listen, upstreams);
+
+        if let Some(threads) = raw.threads {
+            config.threads = int_in("threads", threads, 1..=MAX_THREADS, "a thread count")?;
+        }
+        if let Some(down_time) = &raw.down_time {
+            config.down_time = duration("down_time", down_time)?;
+        }
+        if let Some(text) = &raw.admin {
+            let admin = at("admin", value::parse_socket_addr(text))?;
+            if admin == listen {
+                return Err(ConfigError::new(
+                    "admin",
+                    format!("{admin} is also the listen address"),
+                ));
+            }
+            config.admin = Some(admin);
+        }
+
+        let raw_compression = &raw.compression;
+        let compression = &mut config.compression;
+        if let Some(level) = raw_compression.level {
+            compression.level = u8::try_from(level)
+                .ok()
+                .and_then(|level| Level::try_from(level).ok())
+                .ok_or_else(|| {
+                    ConfigError::new("compression.level", format!("{level} is not a level 1-9"))
+                })?;
+        }
+        if let Some(min_length) = &raw_compression.min_length {
+            compression.rules.min_length = size("compression.min_length", min_length)?;
+        }
+        if let Some(types) = &raw_compression.types {
+            compression.rules.types = types
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    TypePattern::parse(text).map_err(|_| {
+                        ConfigError::new(
+                            format!("compression.types[{i}]"),
+                            format!(
+                                "'{text}' is not a media type pattern (type/subtype, type/* or */*)"
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(codings) = &raw_compression.codings {
+            compression.rules.offered = codings_list(codings)?;
+        }
+        if let Some(coalesce) = &raw_compression.coalesce {
+            let bytes = size_in("compression.coalesce", coalesce, 1..=16 << 20)?;
+            compression.flush.coalesce = usize::try_from(bytes)
+                .map_err(|_| ConfigError::new("compression.coalesce", "too large"))?;
+        }
+        if let Some(delay) = &raw_compression.flush_delay {
+            compression.flush.delay = duration("compression.flush_delay", delay)?;
+        }
+        if let Some(offload) = raw_compression.offload {
+            compression.offload = offload;
+        }
+        if let Some(gunzip) = raw_compression.gunzip {
+            compression.gunzip = gunzip;
+        }
+        if let Some(max) = &raw_compression.gunzip_max_output {
+            compression.gunzip_max_output =
+                size_in("compression.gunzip_max_output", max, 1..=u64::MAX)?;
+        }
+
+        let raw_budget = &raw.budget;
+        let budget = &mut config.budget;
+        if let Some(max_cpu) = raw_budget.max_cpu {
+            budget.max_cpu = Some(at("budget.max_cpu", value::check_percent(max_cpu))?);
+        }
+        if let Some(max_rate) = &raw_budget.max_rate {
+            budget.max_rate = Some(size_in("budget.max_rate", max_rate, 1..=u64::MAX)?);
+        }
+        if let Some(max_memory) = &raw_budget.max_memory {
+            budget.max_memory = Some(size_in("budget.max_memory", max_memory, 1..=u64::MAX)?);
+        }
+        if let Some(hysteresis) = raw_budget.hysteresis {
+            if !(0.0..1.0).contains(&hysteresis) {
+                return Err(ConfigError::new(
+                    "budget.hysteresis",
+                    format!("{hysteresis} is not a fraction from 0 up to (not including) 1"),
+                ));
+            }
+            budget.hysteresis = hysteresis;
+        }
+        if let Some(window) = &raw_budget.window {
+            budget.window = positive_duration("budget.window", window)?;
+        }
+
+        if let Some(x_forwarded_for) = raw.forwarding.x_forwarded_for {
+            config.forwarding.x_forwarded_for = x_forwarded_for;
+        }
+        if let Some(via) = &raw.forwarding.via {
+            config.forwarding.via = pseudonym(via)?;
+        }
+
+        let raw_timeouts = &raw.timeouts;
+        let timeouts = &mut config.timeouts;
+        if let Some(t) = &raw_timeouts.header_read {
+            timeouts.header_read = positive_duration("timeouts.header_read", t)?;
+        }
+        if let Some(t) = &raw_timeouts.upstream_connect {
+            timeouts.upstream_connect = positive_duration("timeouts.upstream_connect", t)?;
+        }
+        if let Some(t) = &raw_timeouts.upstream_response {
+            timeouts.upstream_response = positive_duration("timeouts.upstream_response", t)?;
+        }
+        if let Some(t) = &raw_timeouts.idle {
+            timeouts.idle = positive_duration("timeouts.idle", t)?;
+        }
+        if let Some(t) = &raw_timeouts.shutdown_grace {
+            timeouts.shutdown_grace = duration("timeouts.shutdown_grace", t)?;
+        }
+
+        if let Some(bytes) = &raw.limits.max_header_bytes {
+            let bytes = size_in("limits.max_header_bytes", bytes, 1 << 10..=16 << 20)?;
+            config.limits.max_header_bytes = usize::try_from(bytes)
+                .map_err(|_| ConfigError::new("limits.max_header_bytes", "too large"))?;
+        }
+        if let Some(n) = raw.limits.max_connections {
+            config.limits.max_connections = int_in(
+                "limits.max_connections",
+                n,
+                1..=10_000_000,
+                "a connection count",
+            )?;
+        }
+        Ok(config)
+    }
+}
+
+fn upstreams(texts: &[String]) -> Result<Vec<Upstream>, ConfigError> {
+    if texts.is_empty() {
+        return Err(ConfigError::new(
+            "upstreams",
+            "no upstream given: set upstreams = [\"http://HOST:PORT\"] or pass --upstream",
+        ));
+    }
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let authority = at(format!("upstreams[{i}]"), value::parse_upstream(text))?;
+            Ok(Upstream { authority })
+        })
+        .collect()
+}
+
+fn codings_list(names: &[String]) -> Result<Vec<Coding>, ConfigError> {
+    if names.is_empty() {
+        return Err(ConfigError::new(
+            "compression.codings",
+            "empty: name gzip, deflate or both (leave types empty to compress nothing)",
+        ));
+    }
+    let mut codings = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let key = || format!("compression.codings[{i}]");
+        let coding = Coding::from_name(name.as_bytes()).ok_or_else(|| {
+            ConfigError::new(
+                key(),
+                format!("'{name}' is not a coding the proxy produces (gzip, deflate)"),
+            )
+        })?;
+        if codings.contains(&coding) {
+            return Err(ConfigError::new(key(), format!("'{name}' is listed twice")));
+        }
+        codings.push(coding);
+    }
+    Ok(codings)
+}
+
+/// A `Via` pseudonym (RFC 9110 §7.6.3: a token); empty turns `Via` off.
+fn pseudonym(text: &str) -> Result<Option<String>, ConfigError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if text.bytes().all(is_tchar) {
+        Ok(Some(text.to_owned()))
+    } else {
+        Err(ConfigError::new(
+            "forwarding.via",
+            format!("'{text}' is not a token (letters, digits and !#$%&'*+-.^_`|~), or empty for no Via"),
+        ))
+    }
+}
+
+/// RFC 9110 §5.6.2 `tchar`.
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+fn at<T>(key: impl Into<String>, result: Result<T, String>) -> Result<T, ConfigError> {
+    result.map_err(|problem| ConfigError::new(key, problem))
+}
+
+fn int_in<T: TryFrom<i64>>(
+    key: &str,
+    n: i64,
+    range: RangeInclusive<i64>,
+    what: &str,
+) -> Result<T, ConfigError> {
+    let out_of_range = || {
+        ConfigError::new(
+            key,
+            format!("{n} is not {what} {}-{}", range.start(), range.end()),
+        )
+    };
+    if !range.contains(&n) {
+        return Err(out_of_range());
+    }
+    T::try_from(n).map_err(|_| out_of_range())
+}
+
+fn size(key: &str, quantity: &Quantity) -> Result<u64, ConfigError> {
+    match quantity {
+        Quantity::Int(n) => {
+            u64::try_from(*n).map_err(|_| ConfigError::new(key, format!("{n} is negative")))
+        }
+        Quantity::Float(x) => Err(ConfigError::new(
+            key,
+            format!("{x} is not a whole number of bytes"),
+        )),
+        Quantity::Text(text) => at(key, value::parse_size(text)),
+    }
+}
+
+fn size_in(key: &str, quantity: &Quantity, range: RangeInclusive<u64>) -> Result<u64, ConfigError> {
+    let bytes = size(key, quantity)?;
+    if range.contains(&bytes) {
+        return Ok(bytes);
+    }
+    let problem = if *range.end() == u64::MAX {
+        format!(
+            "{} is below the minimum of {}",
+            value::format_size(bytes),
+            value::format_size(*range.start())
+        )
+    } else {
+        format!(
+            "{} is not within {}-{}",
+            value::format_size(bytes),
+            value::format_size(*range.start()),
+            value::format_size(*range.end())
+        )
+    };
+    Err(ConfigError::new(key, problem))
+}
+
+fn duration(key: &str, quantity: &Quantity) -> Result<Duration, ConfigError> {
+    match quantity {
+        Quantity::Text(text) => at(key, value::parse_duration(text)),
+        Quantity::Int(n) => Err(ConfigError::new(
+            key,
+            format!("{n} has no unit: write a string like \"{n}s\" or \"{n}ms\""),
+        )),
+        Quantity::Float(x) => Err(ConfigError::new(
+            key,
+            format!("{x} has no unit: write a string like \"250ms\" or \"10s\""),
+        )),
+    }
+}
+
+fn positive_duration(key: &str, quantity: &Quantity) -> Result<Duration, ConfigError> {
+    let duration = duration(key, quantity)?;
+    if duration.is_zero() {
+        return Err(ConfigError::new(key, "must be longer than zero"));
+    }
+    Ok(duration)
+}
