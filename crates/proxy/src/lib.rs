@@ -56,6 +56,7 @@
 
 pub mod body;
 pub mod config;
+pub mod demo;
 mod facts;
 pub mod headers;
 mod list;

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# bench/proxy.sh: zipwire against HAProxy (slz), nginx (gzip level 1) and Caddy (encode gzip)
+# as compressing reverse proxies, side by side and one at a time.
+#
+# One static origin (nginx, gzip off) serves $ZIPWIRE_CORPUS/web on loopback. Each proxy in
+# turn sits in front of it, pinned to one core (PROXY_CPU), and wrk on another core
+# (LOAD_CPU) sends `Accept-Encoding: gzip` GETs with each connection count, for
+# web/haproxy-org-index.html and for the mix of every file in web/. See bench/README.md.
+#
+# Environment (defaults in brackets):
+#   DURATION [10]            seconds per wrk run
+#   CONNS ["300 500"]        connection counts
+#   PROXIES ["haproxy nginx caddy zipwire"]
+#   FILES ["single mix"]     single: haproxy-org-index.html; mix: every file in web/
+#   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
+#   ZIPWIRE [target/release/zipwire]   ZIPWIRE_LEVEL [1]
+#   PROXY_CPU [0]  LOAD_CPU [1]  ORIGIN_CPU [LOAD_CPU]
+#   ORIGIN_PORT [18080]  PROXY_PORT [18081]
+#   TSV [unset]              also append the rows, tab-separated, to this file
+#
+# Needs root only to install missing tools (apt-get: nginx haproxy caddy wrk curl).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CONF=$ROOT/bench/conf
+CORPUS=${ZIPWIRE_CORPUS:-$ROOT/../shared/corpus}
+WEB=$CORPUS/web
+DURATION=${DURATION:-10}
+CONNS=${CONNS:-"300 500"}
+PROXIES=${PROXIES:-"haproxy nginx caddy zipwire"}
+FILES=${FILES:-"single mix"}
+ZIPWIRE=${ZIPWIRE:-$ROOT/target/release/zipwire}
+ZIPWIRE_LEVEL=${ZIPWIRE_LEVEL:-1}
+PROXY_CPU=${PROXY_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+ORIGIN_CPU=${ORIGIN_CPU:-$LOAD_CPU}
+ORIGIN_PORT=${ORIGIN_PORT:-18080}
+PROXY_PORT=${PROXY_PORT:-18081}
+SINGLE=haproxy-org-index.html
+
+die() {
+    echo "proxy.sh: $*" >&2
+    exit 1
+}
+
+[[ $DURATION =~ ^[0-9]+$ ]] && ((DURATION >= 1 && DURATION <= 600)) ||
+    die "DURATION must be 1-600 seconds"
+[ -d "$WEB" ] || die "no corpus at $WEB (set ZIPWIRE_CORPUS)"
+[ -f "$WEB/$SINGLE" ] || die "$WEB/$SINGLE is missing"
+
+# --- tools -----------------------------------------------------------------------------
+missing=()
+for tool in nginx haproxy caddy wrk curl taskset; do
+    if ! command -v "$tool" > /dev/null && ! [ -x "/usr/sbin/$tool" ]; then
+        missing+=("$tool")
+    fi
+done
+if ((${#missing[@]})); then
+    [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null ||
+        die "missing ${missing[*]}; install them (Debian: apt-get install nginx haproxy caddy wrk curl)"
+    echo "installing ${missing[*]} with apt-get"
+    packages=()
+    for tool in "${missing[@]}"; do
+        case $tool in
+            taskset) packages+=(util-linux) ;;
+            *) packages+=("$tool") ;;
+        esac
+    done
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${packages[@]}" > /dev/null
+fi
+PATH=$PATH:/usr/sbin
+
+cpus=$(nproc)
+((PROXY_CPU < cpus && LOAD_CPU < cpus && ORIGIN_CPU < cpus)) ||
+    die "this machine has $cpus CPUs; set PROXY_CPU, LOAD_CPU, ORIGIN_CPU below that"
+((PROXY_CPU != LOAD_CPU)) || echo "warning: proxy and wrk share CPU $PROXY_CPU" >&2
+
+# wrk and the proxies hold one descriptor per connection, twice for a proxy.
+ulimit -n "$(ulimit -Hn)"
+
+zipwire_ok=0
+if [[ " $PROXIES " == *" zipwire "* ]]; then
+    if "$ZIPWIRE" proxy --help > /dev/null 2>&1; then
+        zipwire_ok=1
+    else
+        echo "note: skipping zipwire: '$ZIPWIRE proxy --help' fails" \
+            "(build it: cargo build --release -p zipwire)" >&2
+    fi
+fi
+
+# --- the plan, up front ----------------------------------------------------------------
+paths_mix=()
+for file in "$WEB"/*; do
+    [ -f "$file" ] && paths_mix+=("/$(basename "$file")")
+done
+runs=0
+for proxy in $PROXIES; do
+    [ "$proxy" = zipwire ] && ((zipwire_ok == 0)) && continue
+    for _ in $FILES; do
+        for _ in $CONNS; do
+            runs=$((runs + 1))
+        done
+    done
+done
+# Each run: proxy start and check (~1-2 s), wrk for DURATION, log flush (~1.5 s).
+estimate=$((runs * (DURATION + 4) + 3))
+echo "proxy.sh: $runs runs of ${DURATION}s (proxies: $PROXIES; files: $FILES; conns: $CONNS)," \
+    "about ${estimate}s in all"
+echo "proxy on CPU $PROXY_CPU, wrk on CPU $LOAD_CPU, origin on CPU $ORIGIN_CPU; corpus $WEB"
+
+# --- processes and cleanup -------------------------------------------------------------
+WORK=$(mktemp -d /tmp/zipwire-bench.XXXXXX)
+mkdir -p "$WORK"/origin-tmp "$WORK"/nginx-tmp "$WORK"/caddy
+ORIGIN_PID=
+PROXY_PID=
+
+stop_pid() {
+    local pid=$1
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2> /dev/null || return 0
+    for _ in $(seq 50); do
+        kill -0 "$pid" 2> /dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2> /dev/null || true
+}
+
+cleanup() {
+    stop_pid "$PROXY_PID"
+    stop_pid "$ORIGIN_PID"
+    wait 2> /dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Fills the @NAME@ placeholders of a config template.
+render() {
+    local user_directive=""
+    [ "$(id -u)" = 0 ] && user_directive="user root;"
+    sed -e "s|@WORK@|$WORK|g" -e "s|@WEB@|$WEB|g" \
+        -e "s|@ORIGIN_PORT@|$ORIGIN_PORT|g" -e "s|@PROXY_PORT@|$PROXY_PORT|g" \
+        -e "s|@USER_DIRECTIVE@|$user_directive|g" "$CONF/$1" > "$WORK/$1"
+}
+
+# Waits until http://127.0.0.1:$1/ answers, or fails after 10 s.
+wait_http() {
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/$SINGLE" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+port_free() {
+    ! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null
+}
+
+start_origin() {
+    port_free "$ORIGIN_PORT" || die "port $ORIGIN_PORT is in use (set ORIGIN_PORT)"
+    render origin-nginx.conf
+    taskset -c "$ORIGIN_CPU" nginx -p "$WORK" -c "$WORK/origin-nginx.conf" -g 'daemon off;' \
+        2> "$WORK/origin.stderr" &
+    ORIGIN_PID=$!
+    wait_http "$ORIGIN_PORT" || die "origin did not start: $(cat "$WORK"/origin*.log "$WORK/origin.stderr")"
+}
+
+start_proxy() {
+    port_free "$PROXY_PORT" || die "port $PROXY_PORT is in use (set PROXY_PORT)"
+    local cpu=$PROXY_CPU
+    case $1 in
+        haproxy)
+            render haproxy.cfg
+            taskset -c "$cpu" haproxy -db -f "$WORK/haproxy.cfg" > "$WORK/proxy.log" 2>&1 &
+            ;;
+        nginx)
+            render nginx.conf
+            taskset -c "$cpu" nginx -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' \
+                > "$WORK/proxy.log" 2>&1 &
+            ;;
+        caddy)
+            render Caddyfile
+            XDG_DATA_HOME=$WORK/caddy XDG_CONFIG_HOME=$WORK/caddy GOMAXPROCS=1 \
+                taskset -c "$cpu" caddy run --config "$WORK/Caddyfile" --adapter caddyfile \
+                > "$WORK/proxy.log" 2>&1 &
+            ;;
+        zipwire)
+            taskset -c "$cpu" "$ZIPWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
+                --upstream "http://127.0.0.1:$ORIGIN_PORT" --threads 1 --level "$ZIPWIRE_LEVEL" \
+                > "$WORK/proxy.log" 2>&1 &
+            ;;
+        *) die "unknown proxy $1" ;;
+    esac
+    PROXY_PID=$!
+    if ! wait_http "$PROXY_PORT"; then
+        echo "warning: $1 did not start:" >&2
+        tail -5 "$WORK/proxy.log" >&2
+        stop_proxy
+        return 1
+    fi
+}
+
+stop_proxy() {
+    stop_pid "$PROXY_PID"
+    wait "$PROXY_PID" 2> /dev/null || true
+    PROXY_PID=
+}
+
+# Checks that the proxy compresses the single file and that it decodes to the original.
+check_proxy() {
+    local headers=$WORK/check.headers body=$WORK/check.body
+    curl -s -D "$headers" -o "$body" -H 'Accept-Encoding: gzip' \
+        "http://127.0.0.1:$PROXY_PORT/$SINGLE"
+    if ! grep -qi '^content-encoding: *gzip' "$headers"; then
+        echo "warning: $1 did not compress $SINGLE" >&2
+    elif ! gzip -dc < "$body" | cmp -s - "$WEB/$SINGLE"; then
+        echo "warning: $1 sent a body that does not decode to $SINGLE" >&2
+    fi
+}
+
+# Peak resident memory (VmHWM) of a process and its descendants, in KiB.
+peak_rss_kib() {
+    local total=0 pid kib
+    local pids=("$1")
+    local i=0
+    while ((i < ${#pids[@]})); do
+        pid=${pids[i]}
+        kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2> /dev/null || true)
+        total=$((total + ${kib:-0}))
+        for child in $(cat "/proc/$pid/task/"*/children 2> /dev/null); do
+            pids+=("$child")
+        done
+        i=$((i + 1))
+    done
+    echo "$total"
+}
+
+# Bytes the origin has logged so far (the access log is flushed once a second).
+origin_bytes() {
+    awk '{ s += $1 } END { printf "%.0f\n", s }' "$WORK/origin-access.log" 2> /dev/null || echo 0
+}
+
+ROWS=()
+row() {
+    local IFS=$'\t'
+    ROWS+=("$*")
+}
+row proxy conns file hits/s "BW in" "BW out" "BW saved" ratio RSS
+
+# One wrk run against the proxy; adds a table row.
+measure() {
+    local proxy=$1 conns=$2 files=$3 label paths
+    if [ "$files" = single ]; then
+        label=$SINGLE
+        paths="/$SINGLE"
+    else
+        label="mix (${#paths_mix[@]} files)"
+        paths="${paths_mix[*]}"
+    fi
+    if ! start_proxy "$proxy"; then
+        row "$proxy" "$conns" "$label" "did not start" - - - - -
+        return
+    fi
+    check_proxy "$proxy"
+    sleep 1.2 # the origin flushes its access log each second
+    local in_before
+    in_before=$(origin_bytes)
+    local out
+    out=$(ZW_PATHS=$paths timeout $((DURATION + 30)) taskset -c "$LOAD_CPU" \
+        wrk -t1 -c"$conns" -d"${DURATION}s" --timeout 10s -H 'Accept-Encoding: gzip' \
+        -s "$CONF/wrk.lua" "http://127.0.0.1:$PROXY_PORT/" 2>&1) || true
+    local rss
+    rss=$(peak_rss_kib "$PROXY_PID")
+    stop_proxy
+    sleep 1.5
+    local in_after
+    in_after=$(origin_bytes)
+    local summary
+    summary=$(grep '^zipwire-bench ' <<< "$out" || true)
+    if [ -z "$summary" ]; then
+        echo "warning: wrk failed for $proxy, $conns conns, $label:" >&2
+        echo "$out" | tail -5 >&2
+        row "$proxy" "$conns" "$label" - - - - - -
+        return
+    fi
+    local requests bytes duration_us socket_errors status_errors
+    eval "$(sed -e 's/^zipwire-bench //' -e 's/\([a-z_]*\)=/local \1=/g' <<< "$summary")"
+    if ((socket_errors + status_errors > 0)); then
+        echo "note: $proxy, $conns conns, $label: $socket_errors socket errors," \
+            "$status_errors non-2xx/3xx responses" >&2
+    fi
+    local bytes_in=$((in_after - in_before))
+    row "$proxy" "$conns" "$label" $(awk -v r="$requests" -v bout="$bytes" -v bin="$bytes_in" \
+        -v us="$duration_us" -v rss="$rss" 'BEGIN {
+            s = us / 1e6; mib = 1024 * 1024
+            printf "%.0f %.1fMiB/s %.1fMiB/s %.1f%% %.2f %.1fMiB\n",
+                r / s, bin / s / mib, bout / s / mib,
+                (bin > 0 ? 100 * (1 - bout / bin) : 0), (bout > 0 ? bin / bout : 0), rss / 1024
+        }')
+}
+
+start_origin
+started=$SECONDS
+for proxy in $PROXIES; do
+    if [ "$proxy" = zipwire ] && ((zipwire_ok == 0)); then
+        continue
+    fi
+    for files in $FILES; do
+        for conns in $CONNS; do
+            echo "  $proxy, $files, $conns connections" >&2
+            measure "$proxy" "$conns" "$files"
+        done
+    done
+done
+
+echo
+echo "BW in: bytes the origin sent (headers and bodies); BW out: bytes wrk read from the proxy;"
+echo "ratio: in/out; RSS: peak resident memory of the proxy (all its processes); ${DURATION}s per run."
+printf '%s\n' "${ROWS[@]}" | column -t -s $'\t' -o ' | '
+if [[ " $PROXIES " == *" zipwire "* ]] && ((zipwire_ok == 0)); then
+    echo "zipwire: skipped, '$ZIPWIRE proxy --help' fails (cargo build --release -p zipwire)"
+fi
+if [ -n "${TSV:-}" ]; then
+    printf '%s\n' "${ROWS[@]}" >> "$TSV"
+fi
+echo "($((SECONDS - started))s)"

@@ -1,0 +1,28 @@
+//! The building blocks of `zipwire demo`: a built-in origin, a load generator that checks
+//! every response, and the report the demo prints.
+//!
+//! # Brief overview
+//!
+//! - [`Site`] is a small generated site (HTML home page, CSS, a JavaScript bundle, a JSON API
+//!   response, an SVG, a PNG and a 404 page), the same bytes on every run; [`serve_site`]
+//!   serves it over HTTP/1.1 the way an origin behind an offloading proxy does: strong
+//!   `ETag`, `Last-Modified`, `Content-Length`, no compression of its own.
+//! - [`run_load`] drives an address with keep-alive connections sending
+//!   `Accept-Encoding: gzip` for a bounded time and request count, decodes every compressed
+//!   body and compares it with the origin's, and returns a [`LoadReport`].
+//!
+//! The pieces take a listener and a shutdown future rather than starting anything on their
+//! own, so tests and the binary decide ports and lifetimes.
+
+mod content;
+mod load;
+mod png;
+mod report;
+mod site;
+
+pub use load::{
+    peak_rss_bytes, rss_bytes, run_load, LoadError, LoadOptions, LoadReport, MAX_CONNECTIONS,
+    MAX_DURATION, MAX_REQUESTS,
+};
+pub use report::{DemoReport, Scenario, ScenarioReport};
+pub use site::{serve_site, Resource, Served, Site, MISSING_PATH};
