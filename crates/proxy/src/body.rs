@@ -25,7 +25,9 @@ use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame};
 use tokio::time::Sleep;
-use zipwire_codec::{DecodeError, Decoder, Encoder, Format, Limits, Scratch};
+use zipwire_codec::{
+    DecodeError, Decoder, Encoder, Format, Level, Limits, Scratch, StatefulEncoder,
+};
 
 thread_local! {
     /// One encoder scratch per runtime thread, shared by every stream that thread polls.
@@ -78,6 +80,48 @@ impl BodyMeter {
     }
 }
 
+/// The encoder a [`CompressBody`] drives: the stateless one for levels 1-3, zlib-rs with a
+/// 32 KB window for levels 4-9.
+pub enum BodyEncoder {
+    /// Levels 1-3: a few bytes of state per stream; each call is compressed on its own, so
+    /// [`FlushPolicy::coalesce`] sets the ratio. Follows the step-down switch.
+    Stateless(Encoder),
+    /// Levels 4-9: about 256 KB per stream; later calls refer back to earlier data. Keeps its
+    /// level when the step-down switch is set (zlib-rs has no stored-only mode here).
+    Stateful(StatefulEncoder),
+}
+
+impl BodyEncoder {
+    /// A fresh stream of `format` at `level`, stateless when the level allows it.
+    pub fn new(format: Format, level: Level) -> BodyEncoder {
+        match Encoder::new(format, level) {
+            Ok(encoder) => BodyEncoder::Stateless(encoder),
+            Err(_) => BodyEncoder::Stateful(StatefulEncoder::new(format, level)),
+        }
+    }
+}
+
+impl From<Encoder> for BodyEncoder {
+    fn from(encoder: Encoder) -> BodyEncoder {
+        BodyEncoder::Stateless(encoder)
+    }
+}
+
+impl From<StatefulEncoder> for BodyEncoder {
+    fn from(encoder: StatefulEncoder) -> BodyEncoder {
+        BodyEncoder::Stateful(encoder)
+    }
+}
+
+impl fmt::Debug for BodyEncoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyEncoder::Stateless(encoder) => f.debug_tuple("Stateless").field(encoder).finish(),
+            BodyEncoder::Stateful(encoder) => f.debug_tuple("Stateful").field(encoder).finish(),
+        }
+    }
+}
+
 /// Why a streaming body stopped with an error.
 #[non_exhaustive]
 #[derive(Debug)]
@@ -116,10 +160,10 @@ enum State {
     Done,
 }
 
-/// A body that compresses another body as it streams, with the stateless encoder.
+/// A body that compresses another body as it streams.
 pub struct CompressBody<B> {
     inner: B,
-    encoder: Encoder,
+    encoder: BodyEncoder,
     pending: Vec<u8>,
     policy: FlushPolicy,
     timer: Option<Pin<Box<Sleep>>>,
@@ -130,16 +174,17 @@ pub struct CompressBody<B> {
 }
 
 impl<B> CompressBody<B> {
-    /// Wraps `inner`, compressing with `encoder` (a fresh stream of levels 1-3).
+    /// Wraps `inner`, compressing with `encoder` (a fresh stream: an [`Encoder`] of levels
+    /// 1-3, a [`StatefulEncoder`], or a [`BodyEncoder`]).
     pub fn new(
         inner: B,
-        encoder: Encoder,
+        encoder: impl Into<BodyEncoder>,
         policy: FlushPolicy,
         meter: Arc<BodyMeter>,
     ) -> CompressBody<B> {
         CompressBody {
             inner,
-            encoder,
+            encoder: encoder.into(),
             pending: Vec::new(),
             policy,
             timer: None,
@@ -150,7 +195,8 @@ impl<B> CompressBody<B> {
         }
     }
 
-    /// Follows a budget's step-down switch: while it is set, calls write stored blocks.
+    /// Follows a budget's step-down switch: while it is set, calls of a stateless encoder write
+    /// stored blocks.
     pub fn with_step_down(mut self, store_only: Arc<AtomicBool>) -> CompressBody<B> {
         self.store_only = Some(store_only);
         self
@@ -159,20 +205,32 @@ impl<B> CompressBody<B> {
     /// Runs one encoder call over the gathered input.
     fn compress(&mut self, is_final: bool) -> Bytes {
         let started = Instant::now();
-        if let Some(flag) = &self.store_only {
-            self.encoder.set_store_only(flag.load(Ordering::Relaxed));
-        }
         let mut out = Vec::with_capacity(self.pending.len() / 2 + 64);
-        SCRATCH.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            let result = if is_final {
-                self.encoder.finish(&mut scratch, &self.pending, &mut out)
-            } else {
-                self.encoder.encode(&mut scratch, &self.pending, &mut out)
-            };
-            // The state machine calls `finish` once, in `State::Streaming`, and nothing after.
-            debug_assert!(result.is_ok(), "encoder used after finish");
-        });
+        // The state machine calls `finish` once, in `State::Streaming`, and nothing after, so
+        // neither encoder can report `EncodeError::Finished`.
+        let result = match &mut self.encoder {
+            BodyEncoder::Stateless(encoder) => {
+                if let Some(flag) = &self.store_only {
+                    encoder.set_store_only(flag.load(Ordering::Relaxed));
+                }
+                SCRATCH.with(|scratch| {
+                    let mut scratch = scratch.borrow_mut();
+                    if is_final {
+                        encoder.finish(&mut scratch, &self.pending, &mut out)
+                    } else {
+                        encoder.encode(&mut scratch, &self.pending, &mut out)
+                    }
+                })
+            }
+            BodyEncoder::Stateful(encoder) => {
+                if is_final {
+                    encoder.finish(&self.pending, &mut out)
+                } else {
+                    encoder.encode(&self.pending, &mut out)
+                }
+            }
+        };
+        debug_assert!(result.is_ok(), "encoder used after finish");
         self.meter
             .record(self.pending.len(), out.len(), started.elapsed());
         self.pending.clear();
@@ -590,6 +648,31 @@ mod tests {
             .to_bytes();
         assert!(wire.len() > data.len(), "stored, not compressed");
         assert_eq!(gunzip(&wire), data);
+    }
+
+    #[tokio::test]
+    async fn stateful_levels_stream_through_the_same_body() {
+        let data = text(200_000);
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = data
+            .chunks(10_000)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let encoder = BodyEncoder::new(Format::Zlib, Level::DEFAULT);
+        assert!(matches!(encoder, BodyEncoder::Stateful(_)));
+        let policy = FlushPolicy {
+            coalesce: 16 * 1024,
+            delay: Duration::from_secs(1),
+        };
+        let body = CompressBody::new(upstream, encoder, policy, Arc::new(BodyMeter::default()));
+        let wire = body.collect().await.expect("no error").to_bytes();
+        let plain =
+            zipwire_codec::decompress(Format::Zlib, &wire, Limits::default()).expect("valid zlib");
+        assert_eq!(plain, data);
+        assert!(matches!(
+            BodyEncoder::new(Format::Gzip, Level::MAX_STATELESS),
+            BodyEncoder::Stateless(_)
+        ));
     }
 
     #[tokio::test]
