@@ -1,10 +1,17 @@
-//! zipwire's compressing reverse proxy: the socket-free core of its compression rules.
+//! zipwire's compressing reverse proxy: an HTTP/1 server in front of origin servers that
+//! compresses their responses as they stream, and the socket-free rules it follows.
 //!
-//! The HTTP server comes later; this crate holds what it will ask on every response, as pure
-//! functions of headers, tested without sockets (pingora's `decide_action` is the model).
+//! The rules are pure functions of headers, tested without sockets (pingora's
+//! `decide_action` is the model); the server runs them in phases that
+//! `docs/design/proxy.md` charts.
 //!
 //! # Brief overview
 //!
+//! - [`Server::bind`] and [`Server::run`] (or [`run_blocking`]) serve a [`ProxyConfig`]:
+//!   round-robin [`Upstream`]s with down-marking and retries, keep-alive pools, limits,
+//!   graceful shutdown. Errors know their [`Side`] ([`ProxyError::status`]);
+//!   [`Server::stats`] gives the live [`Counters`], [`Server::throttle`] the switches a
+//!   budget policy sets ([`Throttle`]).
 //! - [`AcceptEncoding`] reads every `Accept-Encoding` line of a request, with q-values, and
 //!   [`AcceptEncoding::negotiate`] picks a [`Coding`] among those offered ([`negotiate`]
 //!   documents the rules, including how malformed elements are read).
@@ -56,24 +63,37 @@
 
 pub mod body;
 pub mod config;
+mod counters;
 pub mod demo;
+mod error;
 mod facts;
+mod forward;
 pub mod headers;
 mod list;
 mod media;
 pub mod negotiate;
+mod outgoing;
+mod replay;
 mod rules;
+mod server;
+mod service;
 pub mod settings;
+mod throttle;
+mod upstream;
 
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use body::{BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
+pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
+pub use counters::{BypassCounters, Counters, ErrorCounters};
+pub use error::{ProxyError, Side};
 pub use facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use media::MediaType;
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use rules::{decide, Bypass, Decision, Payload, Vary};
+pub use server::{run_blocking, Server};
 pub use settings::{
     BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
 };
+pub use throttle::Throttle;

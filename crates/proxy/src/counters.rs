@@ -1,0 +1,165 @@
+//! What the server counts while it runs, as plain atomics: the stats crate renders them
+//! (Prometheus text, JSON) and the budget policy reads them, without the server knowing
+//! either.
+//!
+//! Every counter is a running total (`Relaxed` increments, read whenever a snapshot is
+//! taken) except the two `active_*` gauges.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Side;
+use crate::rules::Bypass;
+
+/// The counters one [`Server`](crate::Server) shares between its connections.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Client connections accepted.
+    pub connections: AtomicU64,
+    /// Client connections open now (a gauge).
+    pub active_connections: AtomicU64,
+    /// Requests received, answered by an upstream or by the proxy itself.
+    pub requests: AtomicU64,
+    /// Responses whose body was compressed.
+    pub compressed: AtomicU64,
+    /// Upstream gzip responses decoded for a client without gzip.
+    pub decompressed: AtomicU64,
+    /// Responses passed untransformed, by reason (HEAD responses whose headers were rewritten
+    /// count as [`Bypass::Head`]).
+    pub bypassed: BypassCounters,
+    /// Requests answered with an error status by the proxy, by whose fault.
+    pub errors: ErrorCounters,
+    /// Response body bytes read from upstreams (before compression).
+    pub bytes_in: AtomicU64,
+    /// Response body bytes sent to clients (after compression).
+    pub bytes_out: AtomicU64,
+    /// Body bytes taken by encoders (a subset of `bytes_in`: what was compressed).
+    pub compress_in: AtomicU64,
+    /// Body bytes produced by encoders (a subset of `bytes_out`).
+    pub compress_out: AtomicU64,
+    /// Time spent inside encoder and decoder calls, in nanoseconds.
+    pub busy_nanos: AtomicU64,
+    /// Response bodies being compressed or decompressed now (a gauge).
+    pub active_streams: AtomicU64,
+}
+
+impl Counters {
+    /// Adds one to a running total.
+    pub(crate) fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds `n` to a running total.
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Takes one from a gauge.
+    pub(crate) fn drop_one(gauge: &AtomicU64) {
+        gauge.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One counter per [`Bypass`] reason.
+#[derive(Debug, Default)]
+pub struct BypassCounters {
+    counts: [AtomicU64; Bypass::COUNT],
+}
+
+impl BypassCounters {
+    /// Responses passed for `reason` so far.
+    pub fn get(&self, reason: Bypass) -> u64 {
+        self.counts[reason.index()].load(Ordering::Relaxed)
+    }
+
+    /// Every reason with its count, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (Bypass, u64)> + '_ {
+        Bypass::ALL.iter().map(|&reason| (reason, self.get(reason)))
+    }
+
+    /// Counts one response passed for `reason`.
+    pub(crate) fn add(&self, reason: Bypass) {
+        Counters::bump(&self.counts[reason.index()]);
+    }
+}
+
+/// Error responses by [`Side`].
+#[derive(Debug, Default)]
+pub struct ErrorCounters {
+    /// The client's fault (4xx from the proxy).
+    pub client: AtomicU64,
+    /// An upstream's fault (502, 504).
+    pub upstream: AtomicU64,
+    /// The proxy's own (500).
+    pub internal: AtomicU64,
+}
+
+impl ErrorCounters {
+    /// Counts one error response.
+    pub(crate) fn add(&self, side: Side) {
+        Counters::bump(match side {
+            Side::Client => &self.client,
+            Side::Upstream => &self.upstream,
+            Side::Internal => &self.internal,
+        });
+    }
+}
+
+impl Bypass {
+    /// How many reasons there are.
+    const COUNT: usize = 11;
+
+    /// Every reason, in the order [`BypassCounters::iter`] reports them.
+    pub const ALL: [Bypass; Bypass::COUNT] = [
+        Bypass::NotAccepted,
+        Bypass::Head,
+        Bypass::Status,
+        Bypass::ContentRange,
+        Bypass::AlreadyEncoded,
+        Bypass::NoTransform,
+        Bypass::Multipart,
+        Bypass::Type,
+        Bypass::TooSmall,
+        Bypass::Budget,
+        Bypass::EventStream,
+    ];
+
+    /// The reason's slot in [`BypassCounters`].
+    fn index(self) -> usize {
+        match self {
+            Bypass::NotAccepted => 0,
+            Bypass::Head => 1,
+            Bypass::Status => 2,
+            Bypass::ContentRange => 3,
+            Bypass::AlreadyEncoded => 4,
+            Bypass::NoTransform => 5,
+            Bypass::Multipart => 6,
+            Bypass::Type => 7,
+            Bypass::TooSmall => 8,
+            Bypass::Budget => 9,
+            Bypass::EventStream => 10,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_slot() {
+        for (i, reason) in Bypass::ALL.iter().enumerate() {
+            assert_eq!(reason.index(), i, "{reason}");
+        }
+    }
+
+    #[test]
+    fn bypass_counts_are_kept_apart() {
+        let counters = BypassCounters::default();
+        counters.add(Bypass::Budget);
+        counters.add(Bypass::Budget);
+        counters.add(Bypass::Type);
+        assert_eq!(counters.get(Bypass::Budget), 2);
+        assert_eq!(counters.get(Bypass::Type), 1);
+        assert_eq!(counters.iter().map(|(_, n)| n).sum::<u64>(), 3);
+    }
+}

@@ -1,0 +1,236 @@
+//! Proxy errors: each knows whose fault it is (pingora's error source), which fixes the status
+//! the client is sent and whether the request may go to another upstream.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::uri::Authority;
+use http::StatusCode;
+
+/// Who caused an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Side {
+    /// The client sent something the proxy will not forward: 4xx.
+    Client,
+    /// An origin server failed or was unreachable: 502 or 504.
+    Upstream,
+    /// The proxy itself (binding, runtime, a request it could not build): 500.
+    Internal,
+}
+
+impl Side {
+    /// A short lowercase name, for logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Upstream => "upstream",
+            Side::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why the proxy could not serve a request, or could not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The listen address could not be bound.
+    Bind {
+        /// The address from [`ProxyConfig::listen`](crate::ProxyConfig::listen).
+        addr: SocketAddr,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The async runtime could not be built.
+    Runtime(io::Error),
+    /// The configuration names no upstream.
+    NoUpstreams,
+    /// The request cannot be forwarded as it is (a target that is not a path, CONNECT).
+    BadRequest {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Every upstream is marked down, or the ones tried could not be connected to.
+    AllDown,
+    /// Connecting to an upstream failed (refused, unreachable, connect timeout). The request
+    /// was not sent, so an idempotent one may go to the next upstream.
+    Connect {
+        /// The upstream tried.
+        upstream: Authority,
+        /// The connector's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The upstream failed after the connection was made: reset, invalid response.
+    Upstream {
+        /// The upstream that failed.
+        upstream: Authority,
+        /// The client's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The upstream did not start its response within
+    /// [`Timeouts::upstream_response`](crate::Timeouts::upstream_response).
+    UpstreamTimeout {
+        /// The upstream that was too slow.
+        upstream: Authority,
+        /// The time it was given.
+        after: Duration,
+    },
+}
+
+impl ProxyError {
+    /// Whose fault the error is.
+    pub fn side(&self) -> Side {
+        match self {
+            ProxyError::BadRequest { .. } => Side::Client,
+            ProxyError::AllDown
+            | ProxyError::Connect { .. }
+            | ProxyError::Upstream { .. }
+            | ProxyError::UpstreamTimeout { .. } => Side::Upstream,
+            ProxyError::Bind { .. } | ProxyError::Runtime(_) | ProxyError::NoUpstreams => {
+                Side::Internal
+            }
+        }
+    }
+
+    /// The status the client gets: 400 for its own faults, 504 for an upstream timeout, 502
+    /// for other upstream failures, 500 for the proxy's.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            _ => match self.side() {
+                Side::Client => StatusCode::BAD_REQUEST,
+                Side::Upstream => StatusCode::BAD_GATEWAY,
+                Side::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+        }
+    }
+
+    /// Whether the request never reached the upstream, so that it may be sent to another one
+    /// (if its method is idempotent).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ProxyError::Connect { .. })
+    }
+}
+
+impl fmt::Display for ProxyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyError::Bind { addr, .. } => write!(f, "cannot listen on {addr}"),
+            ProxyError::Runtime(_) => f.write_str("cannot start the runtime"),
+            ProxyError::NoUpstreams => f.write_str("no upstream configured"),
+            ProxyError::BadRequest { reason } => write!(f, "bad request: {reason}"),
+            ProxyError::AllDown => f.write_str("no upstream available"),
+            ProxyError::Connect { upstream, .. } => write!(f, "cannot connect to {upstream}"),
+            ProxyError::Upstream { upstream, .. } => write!(f, "upstream {upstream} failed"),
+            ProxyError::UpstreamTimeout { upstream, after } => {
+                write!(f, "upstream {upstream} sent no response in {after:?}")
+            }
+        }
+    }
+}
+
+impl StdError for ProxyError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            ProxyError::Bind { source, .. } | ProxyError::Runtime(source) => Some(source),
+            ProxyError::Connect { source, .. } | ProxyError::Upstream { source, .. } => {
+                Some(source.as_ref())
+            }
+            ProxyError::NoUpstreams
+            | ProxyError::BadRequest { .. }
+            | ProxyError::AllDown
+            | ProxyError::UpstreamTimeout { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream() -> Authority {
+        Authority::from_static("127.0.0.1:9")
+    }
+
+    #[test]
+    fn each_side_fixes_the_status() {
+        let cases = [
+            (
+                ProxyError::BadRequest { reason: "x" },
+                Side::Client,
+                StatusCode::BAD_REQUEST,
+            ),
+            (ProxyError::AllDown, Side::Upstream, StatusCode::BAD_GATEWAY),
+            (
+                ProxyError::Connect {
+                    upstream: upstream(),
+                    source: "refused".into(),
+                },
+                Side::Upstream,
+                StatusCode::BAD_GATEWAY,
+            ),
+            (
+                ProxyError::Upstream {
+                    upstream: upstream(),
+                    source: "reset".into(),
+                },
+                Side::Upstream,
+                StatusCode::BAD_GATEWAY,
+            ),
+            (
+                ProxyError::UpstreamTimeout {
+                    upstream: upstream(),
+                    after: Duration::from_secs(1),
+                },
+                Side::Upstream,
+                StatusCode::GATEWAY_TIMEOUT,
+            ),
+            (
+                ProxyError::NoUpstreams,
+                Side::Internal,
+                StatusCode::INTERNAL_SERVER_ERROR,
+            ),
+        ];
+        for (error, side, status) in cases {
+            assert_eq!(error.side(), side, "{error}");
+            assert_eq!(error.status(), status, "{error}");
+        }
+    }
+
+    #[test]
+    fn only_connect_failures_may_be_retried() {
+        let connect = ProxyError::Connect {
+            upstream: upstream(),
+            source: "refused".into(),
+        };
+        let reset = ProxyError::Upstream {
+            upstream: upstream(),
+            source: "reset".into(),
+        };
+        assert!(connect.is_retryable());
+        assert!(!reset.is_retryable());
+        assert!(!ProxyError::AllDown.is_retryable());
+    }
+
+    #[test]
+    fn display_is_lowercase_and_does_not_repeat_the_source() {
+        let error = ProxyError::Connect {
+            upstream: upstream(),
+            source: "connection refused".into(),
+        };
+        assert_eq!(error.to_string(), "cannot connect to 127.0.0.1:9");
+        assert_eq!(
+            error.source().map(ToString::to_string).as_deref(),
+            Some("connection refused")
+        );
+    }
+}

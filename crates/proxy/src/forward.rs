@@ -1,0 +1,154 @@
+//! Header filters for forwarding a message through the proxy: hop-by-hop fields removed in
+//! both directions, `X-Forwarded-For` and `Via` added to requests.
+
+use std::net::IpAddr;
+
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, VIA,
+};
+use http::Version;
+
+use crate::list;
+
+/// `X-Forwarded-For` (de facto standard; RFC 7239's `Forwarded` is its successor).
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// Removes the fields that describe one connection rather than the message (RFC 9110
+/// §7.6.1): `Connection` and every field it names, `Keep-Alive`, `Proxy-Connection`, `TE`,
+/// `Transfer-Encoding` and `Upgrade`. Each side of the proxy frames its own connection.
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = list::elements(headers.get_all(CONNECTION))
+        .filter_map(|name| HeaderName::from_bytes(name).ok())
+        .collect();
+    for name in named {
+        // A sender must not list end-to-end framing fields there, but a malicious one could
+        // try to make the proxy drop them: `Connection: trailer` is ignored.
+        if name != TRAILER {
+            headers.remove(name);
+        }
+    }
+    for name in [CONNECTION, TE, TRANSFER_ENCODING, UPGRADE] {
+        headers.remove(name);
+    }
+    for name in ["keep-alive", "proxy-connection"] {
+        headers.remove(HeaderName::from_static(name));
+    }
+}
+
+/// Appends the client address to `X-Forwarded-For`, merging earlier lines into one so that
+/// applications reading a single line see every hop.
+pub(crate) fn add_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {
+    let mut value: Vec<u8> = Vec::new();
+    for line in headers.get_all(&X_FORWARDED_FOR) {
+        let line = list::trim_ows(line.as_bytes());
+        if !line.is_empty() {
+            value.extend_from_slice(line);
+            value.extend_from_slice(b", ");
+        }
+    }
+    value.extend_from_slice(client.to_string().as_bytes());
+    match HeaderValue::from_bytes(&value) {
+        Ok(value) => {
+            headers.insert(X_FORWARDED_FOR, value);
+        }
+        // Earlier lines were valid values, so the join is one; should it not be, the address
+        // still goes on its own line.
+        Err(_) => {
+            headers.append(X_FORWARDED_FOR, client_value(client));
+        }
+    }
+}
+
+/// The `Via` entries for a pseudonym: one for requests received as HTTP/1.0, one for 1.1.
+#[derive(Clone, Debug)]
+pub(crate) struct ViaEntries {
+    http10: HeaderValue,
+    http11: HeaderValue,
+}
+
+impl ViaEntries {
+    /// Entries naming `pseudonym`; `None` when it cannot appear in a header value.
+    pub(crate) fn new(pseudonym: &str) -> Option<ViaEntries> {
+        Some(ViaEntries {
+            http10: HeaderValue::try_from(format!("1.0 {pseudonym}")).ok()?,
+            http11: HeaderValue::try_from(format!("1.1 {pseudonym}")).ok()?,
+        })
+    }
+
+    /// Appends this proxy's entry for a request received with `version` (RFC 9110 §7.6.3:
+    /// the protocol version received, then the pseudonym).
+    pub(crate) fn append(&self, headers: &mut HeaderMap, version: Version) {
+        let entry = if version == Version::HTTP_10 || version == Version::HTTP_09 {
+            &self.http10
+        } else {
+            &self.http11
+        };
+        headers.append(VIA, entry.clone());
+    }
+}
+
+fn client_value(client: IpAddr) -> HeaderValue {
+    HeaderValue::try_from(client.to_string()).unwrap_or(HeaderValue::from_static("unknown"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    fn headers(lines: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for &(name, value) in lines {
+            map.append(name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn hop_by_hop_fields_and_those_connection_names_are_removed() {
+        let mut map = headers(&[
+            ("connection", "keep-alive, x-hop, Trailer"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-connection", "keep-alive"),
+            ("te", "trailers"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "websocket"),
+            ("x-hop", "1"),
+            ("trailer", "x-checksum"),
+            ("cookie", "a=b"),
+        ]);
+        strip_hop_by_hop(&mut map);
+        let left: Vec<_> = map.keys().map(HeaderName::as_str).collect();
+        assert_eq!(left, ["trailer", "cookie"]);
+    }
+
+    #[test]
+    fn forwarded_for_lines_are_merged_and_the_client_appended() {
+        let client = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+        let mut map = headers(&[
+            ("x-forwarded-for", "203.0.113.1"),
+            ("x-forwarded-for", " 198.51.100.2 "),
+        ]);
+        add_forwarded_for(&mut map, client);
+        assert_eq!(
+            map.get_all("x-forwarded-for").iter().collect::<Vec<_>>(),
+            ["203.0.113.1, 198.51.100.2, 192.0.2.7"]
+        );
+        let mut empty = HeaderMap::new();
+        add_forwarded_for(&mut empty, client);
+        assert_eq!(empty["x-forwarded-for"], "192.0.2.7");
+    }
+
+    #[test]
+    fn via_names_the_version_received() {
+        let via = ViaEntries::new("zipwire").expect("valid pseudonym");
+        let mut map = headers(&[("via", "1.1 edge")]);
+        via.append(&mut map, Version::HTTP_10);
+        assert_eq!(
+            map.get_all(VIA).iter().collect::<Vec<_>>(),
+            ["1.1 edge", "1.0 zipwire"]
+        );
+        assert!(ViaEntries::new("bad\nname").is_none());
+    }
+}

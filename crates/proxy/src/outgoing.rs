@@ -1,0 +1,327 @@
+//! The body the proxy sends to a client, and the access log line written when it ends.
+//!
+//! Whatever the response filter chose (pass, compress, decompress, headers only, or an error
+//! page of the proxy's own), the connection sees one body type. It counts the bytes going
+//! out, and its `Drop` writes the access log line and settles the counters, so that a body
+//! cut short (upstream failure, client gone) is logged as well as a complete one.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use tracing::{info, Span};
+
+use crate::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
+use crate::counters::Counters;
+
+/// A response body on its way to the client.
+pub(crate) struct ResponseBody {
+    stream: Stream,
+    log: AccessLog,
+}
+
+enum Stream {
+    /// Headers only: HEAD, 204, 304, or a body that was already sent.
+    Empty,
+    /// A page the proxy wrote itself (errors).
+    Page(Option<Bytes>),
+    /// The upstream body as it is.
+    Pass(Counted<Incoming>),
+    /// The upstream body, compressed.
+    Compress(CompressBody<Counted<Incoming>>),
+    /// The upstream gzip body, decoded.
+    Decompress(DecompressBody<Counted<Incoming>>),
+}
+
+/// What was done to a body, for the access log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transform {
+    /// Passed or headers-only.
+    None,
+    /// Encoded; `codec` measured the encoder.
+    Compress,
+    /// Decoded.
+    Decompress,
+}
+
+impl ResponseBody {
+    /// A body with nothing in it.
+    pub(crate) fn empty(log: AccessLog) -> ResponseBody {
+        ResponseBody {
+            stream: Stream::Empty,
+            log,
+        }
+    }
+
+    /// A short page written by the proxy.
+    pub(crate) fn page(text: &'static str, log: AccessLog) -> ResponseBody {
+        ResponseBody {
+            stream: Stream::Page(Some(Bytes::from_static(text.as_bytes()))),
+            log,
+        }
+    }
+
+    /// The upstream body, passed as it is.
+    pub(crate) fn pass(upstream: Incoming, log: AccessLog) -> ResponseBody {
+        ResponseBody {
+            stream: Stream::Pass(log.counted(upstream)),
+            log,
+        }
+    }
+
+    /// The upstream body, compressed by `wrap` (given the counted upstream and the meter the
+    /// encoder must record into).
+    pub(crate) fn compress(
+        upstream: Incoming,
+        mut log: AccessLog,
+        wrap: impl FnOnce(Counted<Incoming>, Arc<BodyMeter>) -> CompressBody<Counted<Incoming>>,
+    ) -> ResponseBody {
+        let codec = log.start_stream(Transform::Compress);
+        ResponseBody {
+            stream: Stream::Compress(wrap(log.counted(upstream), codec)),
+            log,
+        }
+    }
+
+    /// The upstream gzip body, decoded by `wrap`.
+    pub(crate) fn decompress(
+        upstream: Incoming,
+        mut log: AccessLog,
+        wrap: impl FnOnce(Counted<Incoming>, Arc<BodyMeter>) -> DecompressBody<Counted<Incoming>>,
+    ) -> ResponseBody {
+        let codec = log.start_stream(Transform::Decompress);
+        ResponseBody {
+            stream: Stream::Decompress(wrap(log.counted(upstream), codec)),
+            log,
+        }
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        let polled = match &mut this.stream {
+            Stream::Empty => Poll::Ready(None),
+            Stream::Page(page) => Poll::Ready(page.take().map(|page| Ok(Frame::data(page)))),
+            Stream::Pass(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|frame| frame.map(|result| result.map_err(|e| BodyError::Upstream(e.into())))),
+            Stream::Compress(body) => Pin::new(body).poll_frame(cx),
+            Stream::Decompress(body) => Pin::new(body).poll_frame(cx),
+        };
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.log.sent(data.len());
+                }
+            }
+            Poll::Ready(Some(Err(error))) => this.log.outcome = Outcome::Failed(error.to_string()),
+            Poll::Ready(None) => this.log.outcome = Outcome::Complete,
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.stream {
+            Stream::Empty => true,
+            Stream::Page(page) => page.is_none(),
+            Stream::Pass(body) => body.is_end_stream(),
+            Stream::Compress(body) => body.is_end_stream(),
+            Stream::Decompress(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.stream {
+            Stream::Empty => SizeHint::with_exact(0),
+            Stream::Page(page) => {
+                SizeHint::with_exact(page.as_ref().map_or(0, |page| page.len() as u64))
+            }
+            Stream::Pass(body) => body.size_hint(),
+            Stream::Compress(body) => body.size_hint(),
+            Stream::Decompress(body) => body.size_hint(),
+        }
+    }
+}
+
+/// How a response ended, as far as the body could tell.
+#[derive(Debug)]
+enum Outcome {
+    /// Dropped before its end: the client went away, or the server shut down.
+    Dropped,
+    /// Sent in full.
+    Complete,
+    /// Stopped by an error; the connection is aborted.
+    Failed(String),
+}
+
+/// One request's access log record, written when its response body is dropped.
+pub(crate) struct AccessLog {
+    span: Span,
+    method: Method,
+    path: String,
+    status: StatusCode,
+    started: Instant,
+    counters: Arc<Counters>,
+    received: Arc<AtomicU64>,
+    sent: u64,
+    transform: Transform,
+    codec: Option<Arc<BodyMeter>>,
+    outcome: Outcome,
+}
+
+impl AccessLog {
+    /// A record for a request received at `started`; the path is logged without its query,
+    /// which may hold tokens.
+    pub(crate) fn new(
+        method: Method,
+        path: &str,
+        started: Instant,
+        counters: Arc<Counters>,
+    ) -> AccessLog {
+        AccessLog {
+            span: Span::current(),
+            method,
+            path: path.to_owned(),
+            status: StatusCode::OK,
+            started,
+            counters,
+            received: Arc::new(AtomicU64::new(0)),
+            sent: 0,
+            transform: Transform::None,
+            codec: None,
+            outcome: Outcome::Dropped,
+        }
+    }
+
+    /// Sets the status sent to the client.
+    pub(crate) fn set_status(&mut self, status: StatusCode) {
+        self.status = status;
+    }
+
+    /// Counts a transformed stream as active and returns the meter its codec records into.
+    fn start_stream(&mut self, transform: Transform) -> Arc<BodyMeter> {
+        Counters::bump(&self.counters.active_streams);
+        self.transform = transform;
+        let meter = Arc::new(BodyMeter::default());
+        self.codec = Some(meter.clone());
+        meter
+    }
+
+    /// Wraps the upstream body so that what it yields is counted.
+    fn counted(&self, inner: Incoming) -> Counted<Incoming> {
+        Counted {
+            inner,
+            received: self.received.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+
+    fn sent(&mut self, bytes: usize) {
+        self.sent += bytes as u64;
+        Counters::add(&self.counters.bytes_out, bytes as u64);
+    }
+}
+
+impl Drop for AccessLog {
+    fn drop(&mut self) {
+        let counters = &self.counters;
+        if let Some(codec) = &self.codec {
+            Counters::drop_one(&counters.active_streams);
+            Counters::add(
+                &counters.busy_nanos,
+                codec.busy_nanos.load(Ordering::Relaxed),
+            );
+            if self.transform == Transform::Compress {
+                Counters::add(
+                    &counters.compress_in,
+                    codec.bytes_in.load(Ordering::Relaxed),
+                );
+                Counters::add(
+                    &counters.compress_out,
+                    codec.bytes_out.load(Ordering::Relaxed),
+                );
+            }
+        }
+        let received = self.received.load(Ordering::Relaxed);
+        let ratio = if self.sent == 0 {
+            1.0
+        } else {
+            (received as f64 / self.sent as f64 * 100.0).round() / 100.0
+        };
+        let outcome = match &self.outcome {
+            Outcome::Complete => "complete",
+            Outcome::Dropped => "dropped",
+            Outcome::Failed(_) => "failed",
+        };
+        let error = match &self.outcome {
+            Outcome::Failed(error) => error.as_str(),
+            _ => "",
+        };
+        let _entered = self.span.enter();
+        info!(
+            method = %self.method,
+            path = %self.path,
+            status = self.status.as_u16(),
+            bytes_in = received,
+            bytes_out = self.sent,
+            ratio,
+            transform = ?self.transform,
+            duration = ?self.started.elapsed(),
+            outcome,
+            error,
+            "access"
+        );
+    }
+}
+
+/// An upstream body whose data is counted as it is read.
+pub(crate) struct Counted<B> {
+    inner: B,
+    received: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+}
+
+impl<B> Body for Counted<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref() {
+                let bytes = data.len() as u64;
+                self.received.fetch_add(bytes, Ordering::Relaxed);
+                Counters::add(&self.counters.bytes_in, bytes);
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,267 @@
+//! The server runtime: the accept loop, one hyper HTTP/1 connection per client, the
+//! connection limit and graceful shutdown.
+//!
+//! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
+//! `request{method, path}` span under it. Limits on clients are hyper's: the request head
+//! must arrive within [`Timeouts::header_read`] (slowloris; hyper also applies it to the wait
+//! for the next request on a keep-alive connection, so it is the client idle timeout too),
+//! and may not exceed [`ClientLimits::max_header_bytes`] (431). A malformed request gets 400
+//! and the connection is closed.
+//!
+//! [`Timeouts::header_read`]: crate::Timeouts::header_read
+//! [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::counters::Counters;
+use crate::error::ProxyError;
+use crate::service::Proxy;
+use crate::settings::ProxyConfig;
+use crate::throttle::Throttle;
+
+/// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
+/// while the condition lasts.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A bound, not yet running, compressing reverse proxy.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), zipwire_proxy::ProxyError> {
+/// use zipwire_proxy::{ProxyConfig, Server, Upstream};
+///
+/// let upstream = Upstream { authority: http::uri::Authority::from_static("127.0.0.1:9000") };
+/// let config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), vec![upstream]);
+/// let server = Server::bind(config).await?;
+/// println!("listening on {}", server.local_addr());
+/// server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    proxy: Arc<Proxy>,
+    http: http1::Builder,
+    max_connections: usize,
+    shutdown_grace: Duration,
+    counters: Arc<Counters>,
+    throttle: Throttle,
+}
+
+impl Server {
+    /// Binds [`ProxyConfig::listen`] (port 0 picks a free port; see
+    /// [`Server::local_addr`]) and prepares the upstream pool.
+    ///
+    /// # Errors
+    ///
+    /// [`ProxyError::NoUpstreams`] when `config.upstreams` is empty, [`ProxyError::Bind`] when
+    /// the address cannot be bound.
+    pub async fn bind(config: ProxyConfig) -> Result<Server, ProxyError> {
+        if config.upstreams.is_empty() {
+            return Err(ProxyError::NoUpstreams);
+        }
+        let bind_error = |source| ProxyError::Bind {
+            addr: config.listen,
+            source,
+        };
+        let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
+        let counters = Arc::new(Counters::default());
+        let throttle = Throttle::default();
+        let mut http = http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(config.timeouts.header_read)
+            .max_header_size(config.limits.max_header_bytes)
+            .keep_alive(true);
+        Ok(Server {
+            listener,
+            local_addr,
+            proxy: Arc::new(Proxy::new(&config, counters.clone(), throttle.clone())),
+            http,
+            max_connections: config.limits.max_connections.max(1),
+            shutdown_grace: config.timeouts.shutdown_grace,
+            counters,
+            throttle,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server's counters, live: they keep counting while the server runs.
+    pub fn stats(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// The switches a budget policy sets to throttle compression.
+    pub fn throttle(&self) -> Throttle {
+        self.throttle.clone()
+    }
+
+    /// Serves clients until `shutdown` completes; then stops accepting, lets in-flight
+    /// requests finish within [`Timeouts::shutdown_grace`](crate::Timeouts::shutdown_grace),
+    /// and closes the connections still open.
+    ///
+    /// At most [`ClientLimits::max_connections`](crate::ClientLimits::max_connections) are
+    /// served at once; further clients wait in the listen queue.
+    ///
+    /// # Errors
+    ///
+    /// None for now: accept failures are logged and retried. The `Result` leaves room for
+    /// fatal listener errors.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ProxyError> {
+        let Server {
+            listener,
+            local_addr,
+            proxy,
+            http,
+            max_connections,
+            shutdown_grace,
+            counters,
+            throttle: _,
+        } = self;
+        info!(%local_addr, "proxy listening");
+        let permits = Arc::new(Semaphore::new(max_connections));
+        let graceful = GracefulShutdown::new();
+        let mut tasks = JoinSet::new();
+        let next_id = AtomicU64::new(0);
+        tokio::pin!(shutdown);
+        loop {
+            while tasks.try_join_next().is_some() {}
+            let permit = tokio::select! {
+                () = &mut shutdown => break,
+                permit = permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    // The semaphore is never closed.
+                    Err(_) => break,
+                },
+            };
+            let (stream, peer) = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        warn!(%error, "accept failed");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                },
+            };
+            let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let connection = Connection {
+                proxy: proxy.clone(),
+                counters: counters.clone(),
+                peer,
+                _permit: permit,
+            };
+            let served = connection.serve(&http, &graceful, stream);
+            tasks.spawn(served.instrument(info_span!("conn", id, %peer)));
+        }
+        drop(listener);
+        let open = graceful.count();
+        info!(open, "shutting down");
+        if tokio::time::timeout(shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            warn!(
+                open = tasks.len(),
+                "shutdown grace expired, closing connections"
+            );
+        }
+        tasks.shutdown().await;
+        info!("proxy stopped");
+        Ok(())
+    }
+}
+
+/// Builds a multi-thread runtime with [`ProxyConfig::threads`] workers, binds and runs the
+/// server until `shutdown` completes. For binaries; inside a runtime, use [`Server::bind`]
+/// and [`Server::run`].
+///
+/// # Errors
+///
+/// [`ProxyError::Runtime`] when the runtime cannot be built, and those of [`Server::bind`]
+/// and [`Server::run`].
+pub fn run_blocking(
+    config: ProxyConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ProxyError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads.max(1))
+        .thread_name("zipwire-proxy")
+        .enable_all()
+        .build()
+        .map_err(ProxyError::Runtime)?;
+    runtime.block_on(async move { Server::bind(config).await?.run(shutdown).await })
+}
+
+/// One client connection's share of the server.
+struct Connection {
+    proxy: Arc<Proxy>,
+    counters: Arc<Counters>,
+    peer: SocketAddr,
+    /// Held while the connection is open: the connection limit.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// The task serving the connection until the client closes it, it fails, or shutdown
+    /// closes it.
+    fn serve(
+        self,
+        http: &http1::Builder,
+        graceful: &GracefulShutdown,
+        stream: TcpStream,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        if let Err(error) = stream.set_nodelay(true) {
+            debug!(%error, "cannot set TCP_NODELAY");
+        }
+        let proxy = self.proxy.clone();
+        let peer = self.peer;
+        let service = service_fn(move |request: Request<Incoming>| {
+            let proxy = proxy.clone();
+            let span =
+                info_span!("request", method = %request.method(), path = %request.uri().path());
+            async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }.instrument(span)
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        Counters::bump(&self.counters.connections);
+        Counters::bump(&self.counters.active_connections);
+        async move {
+            debug!("accepted");
+            match connection.await {
+                Ok(()) => debug!("closed"),
+                // Parse errors, timeouts and aborted bodies end here; hyper has already
+                // answered what could be answered (400, 431).
+                Err(error) => debug!(%error, "connection ended with an error"),
+            }
+            // `self` is dropped here, or where the task is aborted at the end of shutdown.
+            drop(self);
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        Counters::drop_one(&self.counters.active_connections);
+    }
+}

@@ -1,0 +1,294 @@
+//! The per-request phases, in the order they run (pingora's `ProxyHttp` is the model;
+//! `docs/design/proxy.md` charts them):
+//!
+//! 1. [`Proxy::request_filter`]: refuse what cannot be forwarded, read the request facts
+//!    the compression decision needs.
+//! 2. [`Proxy::upstream_request_filter`]: the request as the upstream sees it: hop-by-hop
+//!    fields removed, `X-Forwarded-For` and `Via` added, `Accept-Encoding` removed in
+//!    offload mode.
+//! 3. [`Upstreams::send`]: pick an upstream, send, retry once on a connect failure.
+//! 4. [`Proxy::response_filter`]: decide and rewrite the response headers.
+//! 5. [`Proxy::response_body_filter`]: wrap the upstream body to compress, decompress or
+//!    pass it.
+//! 6. Logging: when the body is dropped ([`AccessLog`]).
+//!
+//! An error in phases 1-3 ends the request with the status its [`Side`] fixes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use http::request::Parts as RequestParts;
+use http::response::Parts as ResponseParts;
+use http::uri::PathAndQuery;
+use http::{Method, Request, Response, Version};
+use hyper::body::Incoming;
+use tracing::{debug, warn};
+use zipwire_codec::{Format, Level, Limits};
+
+use crate::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
+use crate::config::Rules;
+use crate::counters::Counters;
+use crate::error::{ProxyError, Side};
+use crate::facts::{Budget, RequestFacts, ResponseFacts};
+use crate::forward::{self, ViaEntries};
+use crate::headers;
+use crate::negotiate::Coding;
+use crate::outgoing::{AccessLog, ResponseBody};
+use crate::rules::{decide, Bypass, Decision, Payload, Vary};
+use crate::settings::ProxyConfig;
+use crate::throttle::Throttle;
+use crate::upstream::{Head, Upstreams};
+
+/// What every request of one server shares.
+#[derive(Debug)]
+pub(crate) struct Proxy {
+    upstreams: Upstreams,
+    rules: Rules,
+    level: Level,
+    flush: FlushPolicy,
+    offload: bool,
+    gunzip: Option<Limits>,
+    forwarded_for: bool,
+    via: Option<ViaEntries>,
+    counters: Arc<Counters>,
+    throttle: Throttle,
+}
+
+impl Proxy {
+    /// The shared state for `config`.
+    pub(crate) fn new(config: &ProxyConfig, counters: Arc<Counters>, throttle: Throttle) -> Proxy {
+        let compression = &config.compression;
+        let mut rules = compression.rules.clone();
+        // Event streams are compressed with a zero flush delay (see `flush_policy`), so every
+        // event reaches the client when the upstream sends it.
+        rules.event_stream_flush = true;
+        let via = config.forwarding.via.as_deref().and_then(|pseudonym| {
+            let entries = ViaEntries::new(pseudonym);
+            if entries.is_none() {
+                warn!(
+                    pseudonym,
+                    "via pseudonym is not a valid header value, not sent"
+                );
+            }
+            entries
+        });
+        Proxy {
+            upstreams: Upstreams::new(&config.upstreams, config.down_time, &config.timeouts),
+            rules,
+            level: compression.level,
+            flush: compression.flush,
+            offload: compression.offload,
+            gunzip: compression.gunzip.then_some(Limits {
+                max_output: Some(compression.gunzip_max_output),
+                max_ratio: None,
+            }),
+            forwarded_for: config.forwarding.x_forwarded_for,
+            via,
+            counters,
+            throttle,
+        }
+    }
+
+    /// Serves one request from a client at `peer`, through every phase.
+    pub(crate) async fn handle(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> Response<ResponseBody> {
+        Counters::bump(&self.counters.requests);
+        let (parts, body) = request.into_parts();
+        let log = AccessLog::new(
+            parts.method.clone(),
+            parts.uri.path(),
+            Instant::now(),
+            self.counters.clone(),
+        );
+        let facts = match self.request_filter(&parts) {
+            Ok(facts) => facts,
+            Err(error) => return self.error_response(&error, log),
+        };
+        let head = match self.upstream_request_filter(&parts, peer) {
+            Ok(head) => head,
+            Err(error) => return self.error_response(&error, log),
+        };
+        let response = match self.upstreams.send(head, body).await {
+            Ok(response) => response,
+            Err(error) => return self.error_response(&error, log),
+        };
+        let (mut head, upstream_body) = response.into_parts();
+        let (decision, flush) = self.response_filter(&facts, &mut head, parts.version);
+        let body = self.response_body_filter(decision, flush, &head, upstream_body, log);
+        Response::from_parts(head, body)
+    }
+
+    /// Phase 1: refuses requests a reverse proxy does not forward and reads the facts the
+    /// decision needs.
+    fn request_filter(&self, request: &RequestParts) -> Result<RequestFacts, ProxyError> {
+        if request.method == Method::CONNECT {
+            return Err(ProxyError::BadRequest {
+                reason: "CONNECT is not served by a reverse proxy",
+            });
+        }
+        Ok(RequestFacts::from_parts(&request.method, &request.headers))
+    }
+
+    /// Phase 2: the request as it goes upstream.
+    fn upstream_request_filter(
+        &self,
+        request: &RequestParts,
+        peer: SocketAddr,
+    ) -> Result<Head, ProxyError> {
+        // An absolute-form target (RFC 9112 §3.2.2) is read for its path only: the upstream is
+        // the proxy's choice, not the client's.
+        let target = request
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        if !target.as_str().starts_with('/') && target.as_str() != "*" {
+            return Err(ProxyError::BadRequest {
+                reason: "request target is not a path",
+            });
+        }
+        let mut headers = request.headers.clone();
+        forward::strip_hop_by_hop(&mut headers);
+        if self.forwarded_for {
+            forward::add_forwarded_for(&mut headers, peer.ip());
+        }
+        if let Some(via) = &self.via {
+            via.append(&mut headers, request.version);
+        }
+        if self.offload {
+            headers::strip_accept_encoding(&mut headers);
+        }
+        Ok(Head {
+            method: request.method.clone(),
+            target,
+            headers,
+        })
+    }
+
+    /// Phase 4: decides what to do with the response, rewrites its headers for a client
+    /// speaking `version`, and counts the decision. Returns the decision and the flush policy
+    /// a compressed body follows.
+    fn response_filter(
+        &self,
+        request: &RequestFacts,
+        response: &mut ResponseParts,
+        version: Version,
+    ) -> (Decision, FlushPolicy) {
+        forward::strip_hop_by_hop(&mut response.headers);
+        let mut facts = ResponseFacts::from_parts(response.status, &response.headers);
+        if self.throttle.is_bypassing_new() {
+            facts.budget = Budget::Exhausted;
+        }
+        let mut decision = decide(request, &facts, &self.rules);
+        if matches!(decision, Decision::Decompress { .. }) && self.gunzip.is_none() {
+            decision = Decision::Pass {
+                reason: Bypass::AlreadyEncoded,
+                vary: Vary::Unchanged,
+            };
+        }
+        headers::apply(&decision, &mut response.headers, version);
+        match decision.bypass() {
+            Some(reason) => self.counters.bypassed.add(reason),
+            None if matches!(decision, Decision::Compress { .. }) => {
+                Counters::bump(&self.counters.compressed)
+            }
+            None => Counters::bump(&self.counters.decompressed),
+        }
+        debug!(?decision, "response filter");
+        let event_stream = facts
+            .content_type
+            .as_ref()
+            .is_some_and(|media| media.is_event_stream());
+        let flush = if event_stream {
+            FlushPolicy {
+                delay: std::time::Duration::ZERO,
+                ..self.flush
+            }
+        } else {
+            self.flush
+        };
+        (decision, flush)
+    }
+
+    /// Phase 5: the body the client gets.
+    fn response_body_filter(
+        &self,
+        decision: Decision,
+        flush: FlushPolicy,
+        head: &ResponseParts,
+        upstream: Incoming,
+        mut log: AccessLog,
+    ) -> ResponseBody {
+        log.set_status(head.status);
+        match decision {
+            Decision::Compress {
+                payload: Payload::Absent,
+                ..
+            }
+            | Decision::Decompress {
+                payload: Payload::Absent,
+            } => ResponseBody::empty(log),
+            Decision::Compress {
+                coding,
+                payload: Payload::Transform,
+            } => {
+                let format = match coding {
+                    Coding::Gzip => Format::Gzip,
+                    // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2).
+                    Coding::Deflate => Format::Zlib,
+                };
+                let encoder = BodyEncoder::new(format, self.level);
+                let step_down = self.throttle.step_down.clone();
+                ResponseBody::compress(upstream, log, |body, meter| {
+                    CompressBody::new(body, encoder, flush, meter).with_step_down(step_down)
+                })
+            }
+            Decision::Decompress {
+                payload: Payload::Transform,
+            } => {
+                let limits = self.gunzip.unwrap_or_default();
+                ResponseBody::decompress(upstream, log, |body, meter| {
+                    DecompressBody::new(body, limits, meter)
+                })
+            }
+            Decision::Pass { .. } => ResponseBody::pass(upstream, log),
+        }
+    }
+
+    /// The proxy's own answer to a request it could not serve.
+    fn error_response(&self, error: &ProxyError, mut log: AccessLog) -> Response<ResponseBody> {
+        let side = error.side();
+        self.counters.errors.add(side);
+        match side {
+            Side::Client => debug!(%error, "request refused"),
+            Side::Upstream => warn!(%error, "upstream failed"),
+            Side::Internal => tracing::error!(%error, "request failed"),
+        }
+        let status = error.status();
+        log.set_status(status);
+        let text = match status.as_u16() {
+            400 => "400 Bad Request\n",
+            502 => "502 Bad Gateway\n",
+            504 => "504 Gateway Timeout\n",
+            _ => "500 Internal Server Error\n",
+        };
+        let mut response = Response::new(ResponseBody::page(text, log));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        if side == Side::Client {
+            // What else the client sends on this connection is not to be trusted either.
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    }
+}

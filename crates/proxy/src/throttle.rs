@@ -1,0 +1,32 @@
+//! The two switches a budget policy flips from outside the server (HAProxy's
+//! `maxcompcpuusage` and `maxcomprate` act the same way): one stops new responses from being
+//! compressed, the other steps running streams down to stored blocks.
+//!
+//! The server only reads them; whoever measures CPU and rate (zipwire-adapt's budget, driven
+//! by [`Counters`](crate::Counters)) sets them, with its own hysteresis.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Switches shared between the server and a budget policy. Cloning shares them.
+#[derive(Clone, Debug, Default)]
+pub struct Throttle {
+    /// While set, responses that would be compressed pass uncompressed, counted as
+    /// [`Bypass::Budget`](crate::Bypass::Budget). Default off.
+    pub bypass_new: Arc<AtomicBool>,
+    /// While set, running compressed streams write stored blocks (levels 1-3; see
+    /// [`BodyEncoder`](crate::BodyEncoder)). Default off.
+    pub step_down: Arc<AtomicBool>,
+}
+
+impl Throttle {
+    /// Whether new responses must pass uncompressed.
+    pub fn is_bypassing_new(&self) -> bool {
+        self.bypass_new.load(Ordering::Relaxed)
+    }
+
+    /// Whether running streams are stepped down to stored blocks.
+    pub fn is_stepped_down(&self) -> bool {
+        self.step_down.load(Ordering::Relaxed)
+    }
+}
