@@ -1,0 +1,224 @@
+//! The compression rules as a client sees them through the proxy: headers rewritten, bodies
+//! decoded and compared byte for byte with the origin's.
+
+use std::time::Duration;
+
+use zipwire_codec::Level;
+use zipwire_proxy::Bypass;
+
+use crate::support::*;
+
+const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
+
+#[tokio::test]
+async fn html_is_gzipped_with_headers_rewritten() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(head.headers["transfer-encoding"], "chunked");
+    assert!(!head.headers.contains_key("content-length"));
+    assert!(!head.headers.contains_key("accept-ranges"));
+    assert_eq!(head.headers["etag"], "W/\"v1\"");
+    assert_eq!(head.headers["vary"], "Cookie, Accept-Encoding");
+    assert_eq!(gunzip(&body), html(50_000));
+    assert!(body.len() * 4 < 50_000, "compressed to {}", body.len());
+    assert_eq!(Proxy::count(&proxy.stats.compressed), 1);
+    assert_eq!(Proxy::count(&proxy.stats.requests), 1);
+    assert_eq!(Proxy::count(&proxy.stats.bytes_in), 50_000);
+    assert_eq!(Proxy::count(&proxy.stats.bytes_out), body.len() as u64);
+    assert_eq!(Proxy::count(&proxy.stats.compress_in), 50_000);
+    assert_eq!(Proxy::count(&proxy.stats.active_streams), 0);
+}
+
+#[tokio::test]
+async fn deflate_is_zlib_wrapped() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (head, body) = fetch(
+        &client(),
+        "GET",
+        &proxy.url("/data.json"),
+        &[("accept-encoding", "deflate")],
+    )
+    .await;
+    assert_eq!(head.headers["content-encoding"], "deflate");
+    assert_eq!(unzlib(&body), json(500));
+}
+
+#[tokio::test]
+async fn stateful_levels_compress_through_the_proxy() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.compression.level = Level::BEST;
+    })
+    .await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&body), html(50_000));
+}
+
+#[tokio::test]
+async fn images_and_small_bodies_pass_untouched() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    let (head, body) = fetch(&client, "GET", &proxy.url("/image.png"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(head.headers["content-length"], "10000");
+    assert_eq!(body, noise(10_000));
+    let (head, body) = fetch(&client, "GET", &proxy.url("/small.txt"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(body, html(100));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Type), 1);
+    assert_eq!(proxy.stats.bypassed.get(Bypass::TooSmall), 1);
+}
+
+#[tokio::test]
+async fn clients_without_gzip_get_identity_with_vary() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), &[]).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(head.headers["content-length"], "50000");
+    assert_eq!(head.headers["etag"], "\"v1\"");
+    assert_eq!(head.headers["vary"], "Cookie, Accept-Encoding");
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::NotAccepted), 1);
+}
+
+#[tokio::test]
+async fn head_gets_the_headers_of_get_and_no_body() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (head, body) = fetch(&client(), "HEAD", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(head.headers["etag"], "W/\"v1\"");
+    assert!(!head.headers.contains_key("content-length"));
+    assert!(body.is_empty());
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Head), 1);
+    // The raw answer carries no body bytes, not even an empty gzip stream.
+    let raw = raw_exchange(
+        proxy.addr,
+        b"HEAD /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let (text, rest) = split_head(&raw);
+    assert!(text.contains("content-encoding: gzip"), "{text}");
+    assert!(rest.is_empty());
+}
+
+#[tokio::test]
+async fn statuses_without_a_transformable_body_pass() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    let (head, body) = fetch(&client, "GET", &proxy.url("/no-content"), GZIP).await;
+    assert_eq!(head.status, 204);
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert!(body.is_empty());
+    let (head, _) = fetch(&client, "GET", &proxy.url("/not-modified"), GZIP).await;
+    assert_eq!(head.status, 304);
+    assert_eq!(head.headers["vary"], "Accept-Encoding");
+    assert_eq!(head.headers["etag"], "\"v1\"");
+    let (head, body) = fetch(&client, "GET", &proxy.url("/partial"), GZIP).await;
+    assert_eq!(head.status, 206);
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(head.headers["content-range"], "bytes 0-999/50000");
+    assert_eq!(body, html(1_000));
+    // 206 is ruled out by its status before its `Content-Range` is looked at.
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Status), 3);
+}
+
+#[tokio::test]
+async fn accept_encoding_is_removed_upstream_in_offload_mode() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!origin.last_headers().contains_key("accept-encoding"));
+
+    let kept = Proxy::start(vec![origin.upstream()], |config| {
+        config.compression.offload = false;
+    })
+    .await;
+    fetch(&client(), "GET", &kept.url("/page.html"), GZIP).await;
+    assert_eq!(origin.last_headers()["accept-encoding"], "gzip");
+}
+
+#[tokio::test]
+async fn upstream_gzip_is_decoded_for_clients_without_gzip() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    let (head, body) = fetch(&client, "GET", &proxy.url("/gzipped.html"), &[]).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert!(!head.headers.contains_key("content-length"));
+    assert_eq!(head.headers["vary"], "Accept-Encoding");
+    assert_eq!(body, html(50_000));
+    assert_eq!(Proxy::count(&proxy.stats.decompressed), 1);
+
+    let (head, body) = fetch(&client, "GET", &proxy.url("/gzipped.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&body), html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::AlreadyEncoded), 1);
+
+    let off = Proxy::start(vec![origin.upstream()], |config| {
+        config.compression.gunzip = false;
+    })
+    .await;
+    let (head, body) = fetch(&client, "GET", &off.url("/gzipped.html"), &[]).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&body), html(50_000));
+}
+
+#[tokio::test]
+async fn bypass_new_passes_responses_as_budget() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    proxy
+        .throttle
+        .bypass_new
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(head.headers["vary"], "Cookie, Accept-Encoding");
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+    assert_eq!(Proxy::count(&proxy.stats.compressed), 0);
+}
+
+#[tokio::test]
+async fn step_down_sends_stored_blocks_that_still_decode() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    proxy
+        .throttle
+        .step_down
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert!(body.len() > 50_000, "stored, {} bytes", body.len());
+    assert_eq!(gunzip(&body), html(50_000));
+}
+
+#[tokio::test]
+async fn http10_clients_get_a_close_delimited_body() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let raw = raw_exchange(
+        proxy.addr,
+        b"GET /page.html HTTP/1.0\r\nAccept-Encoding: gzip\r\n\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    let (head, body) = split_head(&raw);
+    assert!(head.starts_with("http/1.0 200"), "{head}");
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    assert!(!head.contains("transfer-encoding"), "{head}");
+    assert!(!head.contains("content-length"), "{head}");
+    assert_eq!(gunzip(body), html(50_000));
+    assert!(origin.last_headers()["via"] == "1.0 zipwire");
+}

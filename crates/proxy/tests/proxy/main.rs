@@ -1,0 +1,11 @@
+//! Loopback integration tests: an in-process origin, the proxy in front of it, a client.
+//!
+//! Every body that goes through the proxy is decoded and compared byte for byte with what the
+//! origin sent.
+
+mod compression;
+mod logging;
+mod robustness;
+mod streaming;
+mod support;
+mod upstreams;

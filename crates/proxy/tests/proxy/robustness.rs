@@ -1,0 +1,183 @@
+//! What misbehaving clients get, the connection limit, and graceful shutdown.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use zipwire_proxy::{run_blocking, ProxyConfig, ProxyError};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn garbage_gets_400_and_the_connection_closed() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let raw = raw_exchange(
+        proxy.addr,
+        b"\x16\x03\x01 this is not http\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    assert_eq!(origin.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn connect_requests_get_400() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let raw = raw_exchange(
+        proxy.addr,
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+}
+
+#[tokio::test]
+async fn an_oversized_header_block_gets_431() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.limits.max_header_bytes = 16 * 1024;
+    })
+    .await;
+    let mut raw = b"GET /small.txt HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..400 {
+        raw.extend_from_slice(format!("x-filler-{i}: {}\r\n", "a".repeat(80)).as_bytes());
+    }
+    raw.extend_from_slice(b"\r\n");
+    let answer = raw_exchange(proxy.addr, &raw, Duration::from_secs(3)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    // A request within the limit is served.
+    let (head, _) = fetch(&client(), "GET", &proxy.url("/small.txt"), &[]).await;
+    assert_eq!(head.status, 200);
+}
+
+#[tokio::test]
+async fn a_slow_request_head_is_cut_after_the_header_read_timeout() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await; // header_read: 1 s
+    let mut stream = TcpStream::connect(proxy.addr).await.expect("connect");
+    stream
+        .write_all(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(4), stream.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "still open after 4 s");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(800) && elapsed < Duration::from_millis(2_500),
+        "closed after {elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn max_connections_holds_extra_clients_until_one_leaves() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.limits.max_connections = 1;
+        config.timeouts.header_read = Duration::from_secs(5);
+    })
+    .await;
+    let request = b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut first = TcpStream::connect(proxy.addr).await.expect("connect");
+    first.write_all(request).await.expect("write");
+    let mut buf = [0u8; 4096];
+    let n = first.read(&mut buf).await.expect("a response");
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+
+    let mut second = TcpStream::connect(proxy.addr)
+        .await
+        .expect("queued by the kernel");
+    second.write_all(request).await.expect("write");
+    let waited = tokio::time::timeout(Duration::from_millis(400), second.read(&mut buf)).await;
+    assert!(
+        waited.is_err(),
+        "the second client was served while the first was open"
+    );
+
+    drop(first);
+    let n = tokio::time::timeout(Duration::from_secs(3), second.read(&mut buf))
+        .await
+        .expect("served once the first left")
+        .expect("read");
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_requests_finish() {
+    let origin = Origin::start().await;
+    let mut proxy = Proxy::before(&origin).await;
+    let url = proxy.url("/slow-body");
+    let in_flight =
+        tokio::spawn(
+            async move { fetch(&client(), "GET", &url, &[("accept-encoding", "gzip")]).await },
+        );
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let started = Instant::now();
+    let server = proxy.shut_down();
+    let (head, body) = in_flight.await.expect("request task");
+    assert_eq!(head.status, 200);
+    assert_eq!(gunzip(&body), html(20_000));
+    tokio::time::timeout(Duration::from_secs(2), server)
+        .await
+        .expect("stopped within the grace period")
+        .expect("task")
+        .expect("clean stop");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        TcpStream::connect(proxy.addr).await.is_err(),
+        "still accepting"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_closes_what_is_left_after_the_grace_period() {
+    let origin = Origin::start().await;
+    let mut proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.shutdown_grace = Duration::from_millis(300);
+        config.timeouts.upstream_response = Duration::from_secs(10);
+    })
+    .await;
+    let url = proxy.url("/very-slow");
+    let in_flight = tokio::spawn(async move { client().request(request("GET", &url, &[])).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let started = Instant::now();
+    let server = proxy.shut_down();
+    tokio::time::timeout(Duration::from_secs(2), server)
+        .await
+        .expect("stopped after the grace period")
+        .expect("task")
+        .expect("clean stop");
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+    let answer = tokio::time::timeout(Duration::from_secs(2), in_flight)
+        .await
+        .expect("the client is told")
+        .expect("request task");
+    assert!(answer.is_err(), "the cut request got a response");
+    assert_eq!(Proxy::count(&proxy.stats.active_connections), 0);
+}
+
+#[test]
+fn run_blocking_serves_until_shutdown_completes() {
+    let upstreams = vec![upstream("127.0.0.1:9".parse().expect("valid"))];
+    let config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), upstreams);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let shutdown = async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = tx.send(());
+    };
+    run_blocking(config, shutdown).expect("a clean stop");
+    rx.try_recv().expect("stopped by the shutdown future");
+
+    let config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), Vec::new());
+    let refused = run_blocking(config, async {});
+    assert!(matches!(refused, Err(ProxyError::NoUpstreams)));
+}

@@ -1,0 +1,125 @@
+//! Bodies stream through the proxy: large ones are never held whole, pauses reach the client,
+//! and an upstream failure is never turned into a clean end.
+
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use zipwire_codec::{DecodeError, Decoder, Format};
+
+use crate::support::*;
+
+const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
+
+#[tokio::test]
+async fn a_big_streamed_body_is_compressed_in_full() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/big"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    let expected = big();
+    assert_eq!(gunzip(&body), expected);
+    assert_eq!(Proxy::count(&proxy.stats.bytes_in), expected.len() as u64);
+}
+
+#[tokio::test]
+async fn a_pausing_upstream_reaches_the_client_before_it_resumes() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let started = Instant::now();
+    let response = client()
+        .request(request("GET", &proxy.url("/pause"), GZIP))
+        .await
+        .expect("a response");
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let mut body = response.into_body();
+    let mut decoder = Decoder::new(Format::Gzip);
+    let mut plain = Vec::new();
+    while plain.len() < PAUSE_FIRST.len() {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        if let Ok(data) = frame.into_data() {
+            decoder
+                .decode_to_vec(&data, &mut plain)
+                .expect("valid gzip");
+        }
+    }
+    // The flush delay (20 ms) sent the first part while the upstream was still pausing.
+    assert!(
+        started.elapsed() < PAUSE,
+        "first part after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(plain, PAUSE_FIRST);
+    let rest = body.collect().await.expect("complete").to_bytes();
+    decoder
+        .decode_to_vec(&rest, &mut plain)
+        .expect("valid gzip");
+    decoder.finish().expect("a complete stream");
+    assert_eq!(&plain[PAUSE_FIRST.len()..], &html(10_000)[..]);
+}
+
+#[tokio::test]
+async fn event_stream_events_are_compressed_one_by_one() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let started = Instant::now();
+    let response = client()
+        .request(request("GET", &proxy.url("/events"), GZIP))
+        .await
+        .expect("a response");
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let mut body = response.into_body();
+    let mut decoder = Decoder::new(Format::Gzip);
+    let mut plain = Vec::new();
+    while plain.is_empty() {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        if let Ok(data) = frame.into_data() {
+            decoder
+                .decode_to_vec(&data, &mut plain)
+                .expect("valid gzip");
+        }
+    }
+    assert!(started.elapsed() < PAUSE);
+    assert_eq!(plain, b"data: one\n\n");
+    let rest = body.collect().await.expect("complete").to_bytes();
+    decoder
+        .decode_to_vec(&rest, &mut plain)
+        .expect("valid gzip");
+    assert_eq!(plain, b"data: one\n\ndata: two\n\n");
+}
+
+#[tokio::test]
+async fn an_upstream_dying_mid_body_aborts_the_client() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    for headers in [GZIP, &[]] {
+        let response = client
+            .request(request("GET", &proxy.url("/dies"), headers))
+            .await
+            .expect("a response head");
+        let mut body = response.into_body();
+        let mut wire = Vec::new();
+        let mut failed = false;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match body.frame().await {
+                Some(Ok(frame)) => wire.extend_from_slice(&frame.into_data().unwrap_or_default()),
+                Some(Err(_)) => {
+                    failed = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        assert!(failed, "the client saw a clean end ({headers:?})");
+        if !headers.is_empty() {
+            // What arrived is a valid prefix, never a complete gzip stream.
+            let mut decoder = Decoder::new(Format::Gzip);
+            decoder
+                .decode_to_vec(&wire, &mut Vec::new())
+                .expect("valid prefix");
+            assert_eq!(decoder.finish(), Err(DecodeError::Truncated));
+        }
+    }
+    assert_eq!(Proxy::count(&proxy.stats.active_streams), 0);
+}

@@ -1,0 +1,456 @@
+//! An in-process origin serving fixtures, the proxy in front of it, and client helpers.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use zipwire_codec::{Format, Level, Limits};
+use zipwire_proxy::{Counters, ProxyConfig, ProxyError, Server, Throttle, Upstream};
+
+/// How long the pausing fixtures pause.
+pub const PAUSE: Duration = Duration::from_millis(1_500);
+
+/// The first part of `/pause`, sent before the pause.
+pub const PAUSE_FIRST: &[u8] = b"first part, sent before the upstream pauses\n";
+
+/// Text that compresses well: an HTML list.
+pub fn html(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 64);
+    let mut i = 0u64;
+    while out.len() < len {
+        out.extend_from_slice(
+            format!("<li class=\"item\"><a href=\"/item/{i}\">Item number {i}</a></li>\n")
+                .as_bytes(),
+        );
+        i += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// Bytes that do not compress (xorshift), standing for an image.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// A JSON document.
+pub fn json(records: usize) -> Vec<u8> {
+    let items: Vec<String> = (0..records)
+        .map(|i| {
+            format!(
+                "{{\"id\":{i},\"name\":\"record {i}\",\"active\":{}}}",
+                i % 2 == 0
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(",")).into_bytes()
+}
+
+/// The body of the `/big` fixture.
+pub fn big() -> Vec<u8> {
+    html(4 * 1024 * 1024)
+}
+
+pub fn gunzip(data: &[u8]) -> Vec<u8> {
+    zipwire_codec::decompress(Format::Gzip, data, Limits::default()).expect("a complete gzip body")
+}
+
+pub fn unzlib(data: &[u8]) -> Vec<u8> {
+    zipwire_codec::decompress(Format::Zlib, data, Limits::default()).expect("a complete zlib body")
+}
+
+type OriginBody = http_body_util::combinators::UnsyncBoxBody<Bytes, io::Error>;
+
+/// An origin server on 127.0.0.1:0 serving the fixtures below.
+pub struct Origin {
+    pub addr: SocketAddr,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicUsize>,
+    /// Requests served so far.
+    pub hits: Arc<AtomicUsize>,
+    /// The headers of the last request received.
+    pub last_headers: Arc<Mutex<Option<HeaderMap>>>,
+    task: JoinHandle<()>,
+}
+
+impl Origin {
+    pub async fn start() -> Origin {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind origin");
+        let addr = listener.local_addr().expect("origin address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let last_headers = Arc::new(Mutex::new(None));
+        let state = (connections.clone(), hits.clone(), last_headers.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                state.0.fetch_add(1, Ordering::SeqCst);
+                let hits = state.1.clone();
+                let last = state.2.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |request: Request<Incoming>| {
+                        hits.fetch_add(1, Ordering::SeqCst);
+                        *last.lock().expect("not poisoned") = Some(request.headers().clone());
+                        async move { Ok::<_, Infallible>(fixture(request).await) }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Origin {
+            addr,
+            connections,
+            hits,
+            last_headers,
+            task,
+        }
+    }
+
+    pub fn upstream(&self) -> Upstream {
+        upstream(self.addr)
+    }
+
+    pub fn last_headers(&self) -> HeaderMap {
+        self.last_headers
+            .lock()
+            .expect("not poisoned")
+            .clone()
+            .expect("the origin got a request")
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub fn upstream(addr: SocketAddr) -> Upstream {
+    Upstream {
+        authority: addr.to_string().parse().expect("valid authority"),
+    }
+}
+
+/// An address nothing listens on (bound, then closed).
+pub async fn dead_addr() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    listener.local_addr().expect("address")
+}
+
+fn full(data: impl Into<Bytes>) -> OriginBody {
+    Full::new(data.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
+}
+
+fn respond(
+    status: u16,
+    headers: &[(&'static str, &str)],
+    body: OriginBody,
+) -> Response<OriginBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(status).expect("valid status");
+    for &(name, value) in headers {
+        response
+            .headers_mut()
+            .append(name, HeaderValue::from_str(value).expect("valid value"));
+    }
+    response
+}
+
+/// A body fed by a task, so fixtures can pause, stream and fail.
+struct ChannelBody(mpsc::Receiver<Result<Frame<Bytes>, io::Error>>);
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// A body whose frames a spawned task writes.
+fn streamed<F, Fut>(write: F) -> OriginBody
+where
+    F: FnOnce(mpsc::Sender<Result<Frame<Bytes>, io::Error>>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(write(tx));
+    ChannelBody(rx).boxed_unsync()
+}
+
+fn data(bytes: impl Into<Bytes>) -> Result<Frame<Bytes>, io::Error> {
+    Ok(Frame::data(bytes.into()))
+}
+
+async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
+    let path = request.uri().path().to_owned();
+    match path.as_str() {
+        "/page.html" | "/logged.html" => {
+            let body = html(50_000);
+            respond(
+                200,
+                &[
+                    ("content-type", "text/html; charset=utf-8"),
+                    ("etag", "\"v1\""),
+                    ("vary", "Cookie"),
+                    ("accept-ranges", "bytes"),
+                ],
+                full(body),
+            )
+        }
+        "/data.json" => respond(
+            200,
+            &[("content-type", "application/json")],
+            full(json(500)),
+        ),
+        "/image.png" => respond(200, &[("content-type", "image/png")], full(noise(10_000))),
+        "/small.txt" => respond(200, &[("content-type", "text/plain")], full(html(100))),
+        "/gzipped.html" => {
+            let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &html(50_000));
+            respond(
+                200,
+                &[("content-type", "text/html"), ("content-encoding", "gzip")],
+                full(gz),
+            )
+        }
+        "/big" => respond(
+            200,
+            &[("content-type", "text/plain")],
+            streamed(|tx| async move {
+                for chunk in big().chunks(16 * 1024) {
+                    if tx.send(data(Bytes::copy_from_slice(chunk))).await.is_err() {
+                        return;
+                    }
+                }
+            }),
+        ),
+        "/pause" => respond(
+            200,
+            &[("content-type", "text/plain")],
+            streamed(|tx| async move {
+                let _ = tx.send(data(PAUSE_FIRST)).await;
+                tokio::time::sleep(PAUSE).await;
+                let _ = tx.send(data(html(10_000))).await;
+            }),
+        ),
+        "/events" => respond(
+            200,
+            &[("content-type", "text/event-stream")],
+            streamed(|tx| async move {
+                let _ = tx.send(data("data: one\n\n")).await;
+                tokio::time::sleep(PAUSE).await;
+                let _ = tx.send(data("data: two\n\n")).await;
+            }),
+        ),
+        "/dies" => respond(
+            200,
+            &[("content-type", "text/plain")],
+            streamed(|tx| async move {
+                let _ = tx.send(data(html(100_000))).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let reset = io::Error::new(io::ErrorKind::ConnectionReset, "origin died");
+                let _ = tx.send(Err(reset)).await;
+            }),
+        ),
+        "/no-content" => respond(204, &[("content-type", "text/html")], full(Bytes::new())),
+        "/not-modified" => respond(
+            304,
+            &[("etag", "\"v1\""), ("content-type", "text/html")],
+            full(Bytes::new()),
+        ),
+        "/partial" => respond(
+            206,
+            &[
+                ("content-type", "text/html"),
+                ("content-range", "bytes 0-999/50000"),
+            ],
+            full(html(1_000)),
+        ),
+        "/slow-head" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            respond(200, &[("content-type", "text/plain")], full(html(1_000)))
+        }
+        "/slow-body" => {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            respond(200, &[("content-type", "text/html")], full(html(20_000)))
+        }
+        "/very-slow" => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            respond(200, &[("content-type", "text/plain")], full(html(1_000)))
+        }
+        "/upload" => {
+            let received = request
+                .into_body()
+                .collect()
+                .await
+                .map(|body| body.to_bytes().len())
+                .unwrap_or(0);
+            respond(
+                200,
+                &[("content-type", "text/plain")],
+                full(format!("received {received}")),
+            )
+        }
+        _ => respond(404, &[("content-type", "text/plain")], full("not found")),
+    }
+}
+
+/// A running proxy.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub stats: Arc<Counters>,
+    pub throttle: Throttle,
+    shutdown: Option<oneshot::Sender<()>>,
+    pub task: Option<JoinHandle<Result<(), ProxyError>>>,
+}
+
+impl Proxy {
+    /// Starts a proxy in front of `upstreams`, with short timeouts, after `adjust`.
+    pub async fn start(upstreams: Vec<Upstream>, adjust: impl FnOnce(&mut ProxyConfig)) -> Proxy {
+        let mut config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), upstreams);
+        config.threads = 1;
+        config.timeouts.header_read = Duration::from_secs(1);
+        config.timeouts.upstream_connect = Duration::from_millis(500);
+        config.timeouts.upstream_response = Duration::from_secs(2);
+        config.timeouts.shutdown_grace = Duration::from_secs(2);
+        adjust(&mut config);
+        let server = Server::bind(config).await.expect("bind proxy");
+        let addr = server.local_addr();
+        let stats = server.stats();
+        let throttle = server.throttle();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = rx.await;
+        }));
+        Proxy {
+            addr,
+            stats,
+            throttle,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// The proxy in front of one origin, with the default settings.
+    pub async fn before(origin: &Origin) -> Proxy {
+        Proxy::start(vec![origin.upstream()], |_| {}).await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Signals shutdown and returns the running server's task.
+    pub fn shut_down(&mut self) -> JoinHandle<Result<(), ProxyError>> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.task.take().expect("running")
+    }
+
+    pub fn count(counter: &std::sync::atomic::AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+pub type TestClient = Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>;
+
+pub fn client() -> TestClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// A GET (or other method) with the given headers.
+pub fn request(
+    method: &str,
+    url: &str,
+    headers: &[(&'static str, &'static str)],
+) -> Request<Empty<Bytes>> {
+    let mut request = Request::builder().method(method).uri(url);
+    for &(name, value) in headers {
+        request = request.header(name, value);
+    }
+    request.body(Empty::new()).expect("valid request")
+}
+
+/// Sends a request and reads the whole response.
+pub async fn fetch(
+    client: &TestClient,
+    method: &str,
+    url: &str,
+    headers: &[(&'static str, &'static str)],
+) -> (http::response::Parts, Bytes) {
+    let response = client
+        .request(request(method, url, headers))
+        .await
+        .expect("a response");
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.expect("a complete body").to_bytes();
+    (parts, body)
+}
+
+/// Writes `raw` on a new connection and reads until the proxy closes it (or `limit`).
+pub async fn raw_exchange(addr: SocketAddr, raw: &[u8], limit: Duration) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(raw).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(limit, stream.read_to_end(&mut out)).await;
+    out
+}
+
+/// Splits a raw HTTP/1 response into its head (as text) and body.
+pub fn split_head(raw: &[u8]) -> (String, &[u8]) {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete head");
+    (
+        String::from_utf8_lossy(&raw[..end]).to_lowercase(),
+        &raw[end + 4..],
+    )
+}

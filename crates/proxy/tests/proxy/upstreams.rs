@@ -1,0 +1,145 @@
+//! Upstream selection, retries, timeouts, pooling and the forwarded request.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn requests_take_turns_between_upstreams() {
+    let a = Origin::start().await;
+    let b = Origin::start().await;
+    let proxy = Proxy::start(vec![a.upstream(), b.upstream()], |_| {}).await;
+    let client = client();
+    for _ in 0..6 {
+        let (head, _) = fetch(&client, "GET", &proxy.url("/small.txt"), &[]).await;
+        assert_eq!(head.status, 200);
+    }
+    assert_eq!(a.hits.load(Ordering::SeqCst), 3);
+    assert_eq!(b.hits.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_dead_upstream_is_marked_down_and_gets_go_to_the_next() {
+    let dead = dead_addr().await;
+    let live = Origin::start().await;
+    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let client = client();
+    for _ in 0..4 {
+        let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), &[]).await;
+        assert_eq!(head.status, 200);
+        assert_eq!(body, html(50_000));
+    }
+    assert_eq!(live.hits.load(Ordering::SeqCst), 4);
+    assert_eq!(proxy.stats.errors.upstream.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn a_put_body_is_resent_to_the_next_upstream() {
+    let dead = dead_addr().await;
+    let live = Origin::start().await;
+    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let request = Request::put(proxy.url("/upload"))
+        .body(Full::new(Bytes::from(html(30_000))))
+        .expect("valid request");
+    let response = client.request(request).await.expect("a response");
+    assert_eq!(response.status(), 200);
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    assert_eq!(body, "received 30000");
+}
+
+#[tokio::test]
+async fn a_post_to_a_dead_upstream_gets_502_and_is_not_resent() {
+    let dead = dead_addr().await;
+    let live = Origin::start().await;
+    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let (head, _) = fetch(&client(), "POST", &proxy.url("/upload"), &[]).await;
+    assert_eq!(head.status, 502);
+    assert_eq!(live.hits.load(Ordering::SeqCst), 0);
+    // The dead one is now marked down: the next POST goes to the live one.
+    let (head, _) = fetch(&client(), "POST", &proxy.url("/upload"), &[]).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(proxy.stats.errors.upstream.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn all_upstreams_down_gets_502() {
+    let proxy = Proxy::start(vec![upstream(dead_addr().await)], |_| {}).await;
+    let client = client();
+    for _ in 0..2 {
+        let (head, body) = fetch(&client, "GET", &proxy.url("/"), &[]).await;
+        assert_eq!(head.status, 502);
+        assert_eq!(body, "502 Bad Gateway\n");
+    }
+}
+
+#[tokio::test]
+async fn a_slow_upstream_gets_504() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.upstream_response = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let (head, _) = fetch(&client(), "GET", &proxy.url("/slow-head"), &[]).await;
+    assert_eq!(head.status, 504);
+}
+
+#[tokio::test]
+async fn upstream_connections_are_kept_alive_and_reused() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    for _ in 0..20 {
+        let (head, body) = fetch(&client, "GET", &proxy.url("/data.json"), &[]).await;
+        assert_eq!(head.status, 200);
+        assert_eq!(body, json(500));
+    }
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 20);
+    assert!(origin.connections.load(Ordering::SeqCst) <= 2);
+}
+
+#[tokio::test]
+async fn forwarded_requests_carry_proxy_headers_and_lose_hop_by_hop_ones() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    fetch(
+        &client(),
+        "GET",
+        &proxy.url("/small.txt?q=1"),
+        &[
+            ("x-forwarded-for", "203.0.113.9"),
+            ("connection", "x-private"),
+            ("x-private", "secret"),
+            ("keep-alive", "timeout=5"),
+            ("cookie", "session=abc"),
+        ],
+    )
+    .await;
+    let seen = origin.last_headers();
+    assert_eq!(seen["x-forwarded-for"], "203.0.113.9, 127.0.0.1");
+    assert_eq!(seen["via"], "1.1 zipwire");
+    assert_eq!(seen["cookie"], "session=abc");
+    assert!(!seen.contains_key("x-private"));
+    assert!(!seen.contains_key("keep-alive"));
+
+    let plain = Proxy::start(vec![origin.upstream()], |config| {
+        config.forwarding.x_forwarded_for = false;
+        config.forwarding.via = None;
+    })
+    .await;
+    fetch(&client(), "GET", &plain.url("/small.txt"), &[]).await;
+    let seen = origin.last_headers();
+    assert!(!seen.contains_key("x-forwarded-for"));
+    assert!(!seen.contains_key("via"));
+}
