@@ -43,8 +43,9 @@ die() {
     exit 1
 }
 
-[[ $DURATION =~ ^[0-9]+$ ]] && ((DURATION >= 1 && DURATION <= 600)) ||
+if ! [[ $DURATION =~ ^[0-9]+$ ]] || ((DURATION < 1 || DURATION > 600)); then
     die "DURATION must be 1-600 seconds"
+fi
 [ -d "$WEB" ] || die "no corpus at $WEB (set ZIPWIRE_CORPUS)"
 [ -f "$WEB/$SINGLE" ] || die "$WEB/$SINGLE is missing"
 
@@ -56,8 +57,9 @@ for tool in nginx haproxy caddy wrk curl taskset; do
     fi
 done
 if ((${#missing[@]})); then
-    [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null ||
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get > /dev/null; then
         die "missing ${missing[*]}; install them (Debian: apt-get install nginx haproxy caddy wrk curl)"
+    fi
     echo "installing ${missing[*]} with apt-get"
     packages=()
     for tool in "${missing[@]}"; do
@@ -229,6 +231,7 @@ peak_rss_kib() {
         pid=${pids[i]}
         kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2> /dev/null || true)
         total=$((total + ${kib:-0}))
+        # shellcheck disable=SC2013 # the files hold space-separated PIDs
         for child in $(cat "/proc/$pid/task/"*/children 2> /dev/null); do
             pids+=("$child")
         done
@@ -285,20 +288,26 @@ measure() {
         row "$proxy" "$conns" "$label" - - - - - -
         return
     fi
+    # "zipwire-bench requests=N bytes=N duration_us=N socket_errors=N status_errors=N"
     local requests bytes duration_us socket_errors status_errors
-    eval "$(sed -e 's/^zipwire-bench //' -e 's/\([a-z_]*\)=/local \1=/g' <<< "$summary")"
+    read -r requests bytes duration_us socket_errors status_errors \
+        <<< "$(sed -E -e 's/^zipwire-bench //' -e 's/[a-z_]+=//g' <<< "$summary")"
     if ((socket_errors + status_errors > 0)); then
         echo "note: $proxy, $conns conns, $label: $socket_errors socket errors," \
             "$status_errors non-2xx/3xx responses" >&2
     fi
     local bytes_in=$((in_after - in_before))
-    row "$proxy" "$conns" "$label" $(awk -v r="$requests" -v bout="$bytes" -v bin="$bytes_in" \
+    local numbers
+    numbers=$(awk -v r="$requests" -v bout="$bytes" -v bin="$bytes_in" \
         -v us="$duration_us" -v rss="$rss" 'BEGIN {
             s = us / 1e6; mib = 1024 * 1024
             printf "%.0f %.1fMiB/s %.1fMiB/s %.1f%% %.2f %.1fMiB\n",
                 r / s, bin / s / mib, bout / s / mib,
                 (bin > 0 ? 100 * (1 - bout / bin) : 0), (bout > 0 ? bin / bout : 0), rss / 1024
         }')
+    local cells
+    read -r -a cells <<< "$numbers"
+    row "$proxy" "$conns" "$label" "${cells[@]}"
 }
 
 start_origin
