@@ -16,7 +16,9 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use zipwire_codec::{Format, Level, Limits};
-use zipwire_proxy::demo::{run_load, serve_site, LoadOptions, Site, MISSING_PATH};
+use zipwire_proxy::demo::{
+    run_demo, run_load, serve_site, DemoOptions, LoadOptions, Scenario, Site, MISSING_PATH,
+};
 
 /// The demo site on an ephemeral port; dropping the sender stops it.
 async fn start_site() -> (SocketAddr, Arc<Site>, oneshot::Sender<()>) {
@@ -359,4 +361,40 @@ async fn load_reports_an_address_that_refuses() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains(&addr.to_string()), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_runs_the_proxy_off_and_compressing() {
+    let options = DemoOptions {
+        connections: 4,
+        duration: Duration::from_millis(700),
+        max_requests: 100_000,
+        scenarios: vec![
+            Scenario::Off,
+            Scenario::Compress(Level::FASTEST),
+            Scenario::Compress(Level::DEFAULT),
+        ],
+    };
+    let report = run_demo(options).await.unwrap();
+    let text = report.to_string();
+    eprintln!("{text}");
+    assert_eq!(report.scenarios.len(), 3, "{text}");
+    assert_eq!(report.mismatches(), 0, "{text}");
+    let [off, fast, zlib] = &report.scenarios[..] else {
+        unreachable!()
+    };
+    assert!(off.load.requests > 10, "{text}");
+    assert_eq!(off.load.compressed, 0, "{text}");
+    assert!((off.ratio() - 1.0).abs() < 1e-9, "{text}");
+    for compressing in [fast, zlib] {
+        assert!(compressing.load.compressed > 0, "{text}");
+        assert!(compressing.ratio() > 2.5, "{text}");
+        // Every response was decoded: the clients saw the origin's bytes.
+        assert_eq!(
+            compressing.load.decoded_bytes, compressing.origin.body_bytes,
+            "{text}"
+        );
+    }
+    assert!(zlib.ratio() > fast.ratio(), "{text}");
+    assert!(text.contains("zipwire proxy --listen"), "{text}");
 }

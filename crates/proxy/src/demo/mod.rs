@@ -1,5 +1,5 @@
 //! The building blocks of `zipwire demo`: a built-in origin, a load generator that checks
-//! every response, and the report the demo prints.
+//! every response, and the scenario runner that puts the proxy between them.
 //!
 //! # Brief overview
 //!
@@ -10,6 +10,9 @@
 //! - [`run_load`] drives an address with keep-alive connections sending
 //!   `Accept-Encoding: gzip` for a bounded time and request count, decodes every compressed
 //!   body and compares it with the origin's, and returns a [`LoadReport`].
+//! - [`run_demo`] runs the site, then for each [`Scenario`] (compression off, levels 1, 2, 3
+//!   and 6) a [`Server`](crate::Server) in front of it under that load, and returns a
+//!   [`DemoReport`] whose `Display` is the table `zipwire demo` prints.
 //!
 //! The pieces take a listener and a shutdown future rather than starting anything on their
 //! own, so tests and the binary decide ports and lifetimes.
@@ -18,6 +21,7 @@ mod content;
 mod load;
 mod png;
 mod report;
+mod run;
 mod site;
 
 pub use load::{
@@ -25,4 +29,5 @@ pub use load::{
     MAX_DURATION, MAX_REQUESTS,
 };
 pub use report::{DemoReport, Scenario, ScenarioReport};
+pub use run::{run_demo, DemoError, DemoOptions};
 pub use site::{serve_site, Resource, Served, Site, MISSING_PATH};
