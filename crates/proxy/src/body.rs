@@ -57,7 +57,7 @@ impl Default for FlushPolicy {
     }
 }
 
-/// Counters a compressing or decompressing body adds to as it runs.
+/// Counters a compressing or decompressing body adds to as it runs, call by call.
 #[derive(Debug, Default)]
 pub struct BodyMeter {
     /// Bytes read from the upstream body.
@@ -66,17 +66,29 @@ pub struct BodyMeter {
     pub bytes_out: AtomicU64,
     /// Time spent inside encoder or decoder calls, in nanoseconds.
     pub busy_nanos: AtomicU64,
+    /// Server-wide totals that every call is added to as well, so that a budget sees a long
+    /// stream's work while it runs, not when it ends.
+    totals: Option<Arc<BodyMeter>>,
 }
 
 impl BodyMeter {
+    /// A meter for one stream that also adds every call to `totals`.
+    pub fn with_totals(totals: Arc<BodyMeter>) -> BodyMeter {
+        BodyMeter {
+            totals: Some(totals),
+            ..BodyMeter::default()
+        }
+    }
+
     fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration) {
-        self.bytes_in.fetch_add(bytes_in as u64, Ordering::Relaxed);
-        self.bytes_out
-            .fetch_add(bytes_out as u64, Ordering::Relaxed);
-        self.busy_nanos.fetch_add(
-            busy.as_nanos().min(u128::from(u64::MAX)) as u64,
-            Ordering::Relaxed,
-        );
+        let busy = busy.as_nanos().min(u128::from(u64::MAX)) as u64;
+        for meter in std::iter::once(self).chain(self.totals.as_deref()) {
+            meter.bytes_in.fetch_add(bytes_in as u64, Ordering::Relaxed);
+            meter
+                .bytes_out
+                .fetch_add(bytes_out as u64, Ordering::Relaxed);
+            meter.busy_nanos.fetch_add(busy, Ordering::Relaxed);
+        }
     }
 }
 

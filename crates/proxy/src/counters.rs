@@ -6,6 +6,9 @@
 //! taken) except the two `active_*` gauges.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::body::BodyMeter;
 
 use crate::error::Side;
 use crate::rules::Bypass;
@@ -32,12 +35,11 @@ pub struct Counters {
     pub bytes_in: AtomicU64,
     /// Response body bytes sent to clients (after compression).
     pub bytes_out: AtomicU64,
-    /// Body bytes taken by encoders (a subset of `bytes_in`: what was compressed).
-    pub compress_in: AtomicU64,
-    /// Body bytes produced by encoders (a subset of `bytes_out`).
-    pub compress_out: AtomicU64,
-    /// Time spent inside encoder and decoder calls, in nanoseconds.
-    pub busy_nanos: AtomicU64,
+    /// Encoder totals, updated call by call: bytes taken (a subset of `bytes_in`), bytes
+    /// produced (a subset of `bytes_out`) and time spent in encoder calls.
+    pub compression: Arc<BodyMeter>,
+    /// Decoder totals (nginx `gunzip`), updated call by call.
+    pub decompression: Arc<BodyMeter>,
     /// Response bodies being compressed or decompressed now (a gauge).
     pub active_streams: AtomicU64,
 }

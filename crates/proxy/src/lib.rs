@@ -61,7 +61,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admin;
 pub mod body;
+mod budget;
 pub mod config;
 mod counters;
 pub mod demo;

@@ -19,6 +19,7 @@ use tracing::{info, Span};
 
 use crate::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::counters::Counters;
+use zipwire_adapt::Permit;
 
 /// A response body on its way to the client.
 pub(crate) struct ResponseBody {
@@ -181,6 +182,8 @@ pub(crate) struct AccessLog {
     transform: Transform,
     codec: Option<Arc<BodyMeter>>,
     outcome: Outcome,
+    /// Compression buffer memory this response holds against the cap, released on drop.
+    permit: Option<Permit>,
 }
 
 impl AccessLog {
@@ -204,7 +207,13 @@ impl AccessLog {
             transform: Transform::None,
             codec: None,
             outcome: Outcome::Dropped,
+            permit: None,
         }
+    }
+
+    /// Keeps a memory permit until the response is done.
+    pub(crate) fn hold(&mut self, permit: Permit) {
+        self.permit = Some(permit);
     }
 
     /// Sets the status sent to the client.
@@ -216,7 +225,11 @@ impl AccessLog {
     fn start_stream(&mut self, transform: Transform) -> Arc<BodyMeter> {
         Counters::bump(&self.counters.active_streams);
         self.transform = transform;
-        let meter = Arc::new(BodyMeter::default());
+        let totals = match transform {
+            Transform::Decompress => &self.counters.decompression,
+            _ => &self.counters.compression,
+        };
+        let meter = Arc::new(BodyMeter::with_totals(totals.clone()));
         self.codec = Some(meter.clone());
         meter
     }
@@ -239,22 +252,9 @@ impl AccessLog {
 impl Drop for AccessLog {
     fn drop(&mut self) {
         let counters = &self.counters;
-        if let Some(codec) = &self.codec {
+        if self.codec.is_some() {
+            // The codec's bytes and time went to the server totals call by call.
             Counters::drop_one(&counters.active_streams);
-            Counters::add(
-                &counters.busy_nanos,
-                codec.busy_nanos.load(Ordering::Relaxed),
-            );
-            if self.transform == Transform::Compress {
-                Counters::add(
-                    &counters.compress_in,
-                    codec.bytes_in.load(Ordering::Relaxed),
-                );
-                Counters::add(
-                    &counters.compress_out,
-                    codec.bytes_out.load(Ordering::Relaxed),
-                );
-            }
         }
         let received = self.received.load(Ordering::Relaxed);
         let ratio = if self.sent == 0 {

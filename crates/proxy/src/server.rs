@@ -29,11 +29,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, info, info_span, warn, Instrument};
 
+use crate::admin::{self, AdminState};
+use crate::budget;
 use crate::counters::Counters;
 use crate::error::ProxyError;
 use crate::service::Proxy;
 use crate::settings::ProxyConfig;
 use crate::throttle::Throttle;
+use zipwire_adapt::{BudgetSpec, MemoryGate};
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
@@ -62,6 +65,9 @@ pub struct Server {
     shutdown_grace: Duration,
     counters: Arc<Counters>,
     throttle: Throttle,
+    budget: Option<BudgetSpec>,
+    admin: Option<(TcpListener, SocketAddr)>,
+    memory: MemoryGate,
 }
 
 impl Server {
@@ -82,8 +88,18 @@ impl Server {
         };
         let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
+        let admin = match config.admin {
+            Some(addr) => {
+                let admin_error = |source| ProxyError::Bind { addr, source };
+                let listener = TcpListener::bind(addr).await.map_err(admin_error)?;
+                let local = listener.local_addr().map_err(admin_error)?;
+                Some((listener, local))
+            }
+            None => None,
+        };
         let counters = Arc::new(Counters::default());
         let throttle = Throttle::default();
+        let memory = MemoryGate::new(config.budget.max_memory);
         let mut http = http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(config.timeouts.header_read)
@@ -92,13 +108,26 @@ impl Server {
         Ok(Server {
             listener,
             local_addr,
-            proxy: Arc::new(Proxy::new(&config, counters.clone(), throttle.clone())),
+            proxy: Arc::new(Proxy::new(
+                &config,
+                counters.clone(),
+                throttle.clone(),
+                memory.clone(),
+            )),
             http,
             max_connections: config.limits.max_connections.max(1),
             shutdown_grace: config.timeouts.shutdown_grace,
             counters,
             throttle,
+            budget: budget::spec(&config.budget),
+            admin,
+            memory,
         })
+    }
+
+    /// The address of the admin listener, when one is configured.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|(_, addr)| *addr)
     }
 
     /// The address the server listens on.
@@ -136,9 +165,27 @@ impl Server {
             max_connections,
             shutdown_grace,
             counters,
-            throttle: _,
+            throttle,
+            budget,
+            admin,
+            memory,
         } = self;
         info!(%local_addr, "proxy listening");
+        // Helpers that live as long as the accept loop: aborted when it ends.
+        let mut helpers = JoinSet::new();
+        if let Some(spec) = budget {
+            helpers.spawn(budget::govern(spec, counters.clone(), throttle.clone()));
+        }
+        if let Some((listener, addr)) = admin {
+            info!(%addr, "admin listening");
+            let state = AdminState {
+                counters: counters.clone(),
+                throttle: throttle.clone(),
+                memory,
+                started: std::time::Instant::now(),
+            };
+            helpers.spawn(admin::serve(listener, state));
+        }
         let permits = Arc::new(Semaphore::new(max_connections));
         let graceful = GracefulShutdown::new();
         let mut tasks = JoinSet::new();
@@ -188,6 +235,7 @@ impl Server {
             );
         }
         tasks.shutdown().await;
+        helpers.shutdown().await;
         info!("proxy stopped");
         Ok(())
     }

@@ -40,6 +40,7 @@ use crate::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::settings::ProxyConfig;
 use crate::throttle::Throttle;
 use crate::upstream::{Head, Upstreams};
+use zipwire_adapt::{MemoryGate, Permit};
 
 /// What every request of one server shares.
 #[derive(Debug)]
@@ -54,11 +55,17 @@ pub(crate) struct Proxy {
     via: Option<ViaEntries>,
     counters: Arc<Counters>,
     throttle: Throttle,
+    memory: MemoryGate,
 }
 
 impl Proxy {
     /// The shared state for `config`.
-    pub(crate) fn new(config: &ProxyConfig, counters: Arc<Counters>, throttle: Throttle) -> Proxy {
+    pub(crate) fn new(
+        config: &ProxyConfig,
+        counters: Arc<Counters>,
+        throttle: Throttle,
+        memory: MemoryGate,
+    ) -> Proxy {
         let compression = &config.compression;
         let mut rules = compression.rules.clone();
         // Event streams are compressed with a zero flush delay (see `flush_policy`), so every
@@ -88,6 +95,7 @@ impl Proxy {
             via,
             counters,
             throttle,
+            memory,
         }
     }
 
@@ -99,7 +107,7 @@ impl Proxy {
     ) -> Response<ResponseBody> {
         Counters::bump(&self.counters.requests);
         let (parts, body) = request.into_parts();
-        let log = AccessLog::new(
+        let mut log = AccessLog::new(
             parts.method.clone(),
             parts.uri.path(),
             Instant::now(),
@@ -118,7 +126,10 @@ impl Proxy {
             Err(error) => return self.error_response(&error, log),
         };
         let (mut head, upstream_body) = response.into_parts();
-        let (decision, flush) = self.response_filter(&facts, &mut head, parts.version);
+        let (decision, flush, permit) = self.response_filter(&facts, &mut head, parts.version);
+        if let Some(permit) = permit {
+            log.hold(permit);
+        }
         let body = self.response_body_filter(decision, flush, &head, upstream_body, log);
         Response::from_parts(head, body)
     }
@@ -171,20 +182,34 @@ impl Proxy {
     }
 
     /// Phase 4: decides what to do with the response, rewrites its headers for a client
-    /// speaking `version`, and counts the decision. Returns the decision and the flush policy
-    /// a compressed body follows.
+    /// speaking `version`, and counts the decision. Returns the decision, the flush policy a
+    /// compressed body follows, and the memory permit a compressed body holds while it runs.
     fn response_filter(
         &self,
         request: &RequestFacts,
         response: &mut ResponseParts,
         version: Version,
-    ) -> (Decision, FlushPolicy) {
+    ) -> (Decision, FlushPolicy, Option<Permit>) {
         forward::strip_hop_by_hop(&mut response.headers);
         let mut facts = ResponseFacts::from_parts(response.status, &response.headers);
         if self.throttle.is_bypassing_new() {
             facts.budget = Budget::Exhausted;
         }
         let mut decision = decide(request, &facts, &self.rules);
+        let mut permit = None;
+        if let Decision::Compress {
+            payload: Payload::Transform,
+            ..
+        } = decision
+        {
+            // A compressing stream holds up to `coalesce` bytes of input and about as much
+            // output; over the memory cap the response passes, counted as a budget bypass.
+            permit = self.memory.try_acquire(2 * self.flush.coalesce as u64);
+            if permit.is_none() {
+                facts.budget = Budget::Exhausted;
+                decision = decide(request, &facts, &self.rules);
+            }
+        }
         if matches!(decision, Decision::Decompress { .. }) && self.gunzip.is_none() {
             decision = Decision::Pass {
                 reason: Bypass::AlreadyEncoded,
@@ -212,7 +237,7 @@ impl Proxy {
         } else {
             self.flush
         };
-        (decision, flush)
+        (decision, flush, permit)
     }
 
     /// Phase 5: the body the client gets.

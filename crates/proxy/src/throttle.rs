@@ -5,8 +5,10 @@
 //! The server only reads them; whoever measures CPU and rate (zipwire-adapt's budget, driven
 //! by [`Counters`](crate::Counters)) sets them, with its own hysteresis.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
 use std::sync::Arc;
+use zipwire_adapt::{BudgetState, ThrottleReason};
 
 /// Switches shared between the server and a budget policy. Cloning shares them.
 #[derive(Clone, Debug, Default)]
@@ -17,6 +19,8 @@ pub struct Throttle {
     /// While set, running compressed streams write stored blocks (levels 1-3; see
     /// [`BodyEncoder`](crate::BodyEncoder)). Default off.
     pub step_down: Arc<AtomicBool>,
+    /// Why the switches are set, for stats: 0 none, 1 CPU, 2 rate.
+    reason: Arc<AtomicU8>,
 }
 
 impl Throttle {
@@ -28,5 +32,27 @@ impl Throttle {
     /// Whether running streams are stepped down to stored blocks.
     pub fn is_stepped_down(&self) -> bool {
         self.step_down.load(Ordering::Relaxed)
+    }
+
+    /// Sets both switches from a budget's state.
+    pub fn apply(&self, state: BudgetState) {
+        let throttled = state.is_throttled();
+        self.bypass_new.store(throttled, Ordering::Relaxed);
+        self.step_down.store(throttled, Ordering::Relaxed);
+        let reason = match state {
+            BudgetState::Throttled(ThrottleReason::Cpu) => 1,
+            BudgetState::Throttled(ThrottleReason::Rate) => 2,
+            _ => 0,
+        };
+        self.reason.store(reason, Ordering::Relaxed);
+    }
+
+    /// The reason set by the last [`Throttle::apply`], if throttled.
+    pub fn reason(&self) -> Option<ThrottleReason> {
+        match self.reason.load(Ordering::Relaxed) {
+            1 => Some(ThrottleReason::Cpu),
+            2 => Some(ThrottleReason::Rate),
+            _ => None,
+        }
     }
 }

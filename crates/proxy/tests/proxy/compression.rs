@@ -28,7 +28,7 @@ async fn html_is_gzipped_with_headers_rewritten() {
     assert_eq!(Proxy::count(&proxy.stats.requests), 1);
     assert_eq!(Proxy::count(&proxy.stats.bytes_in), 50_000);
     assert_eq!(Proxy::count(&proxy.stats.bytes_out), body.len() as u64);
-    assert_eq!(Proxy::count(&proxy.stats.compress_in), 50_000);
+    assert_eq!(Proxy::count(&proxy.stats.compression.bytes_in), 50_000);
     assert_eq!(Proxy::count(&proxy.stats.active_streams), 0);
 }
 

@@ -5,6 +5,7 @@
 
 mod compression;
 mod logging;
+mod operations;
 mod robustness;
 mod streaming;
 mod support;

@@ -336,6 +336,7 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
 /// A running proxy.
 pub struct Proxy {
     pub addr: SocketAddr,
+    pub admin: Option<SocketAddr>,
     pub stats: Arc<Counters>,
     pub throttle: Throttle,
     shutdown: Option<oneshot::Sender<()>>,
@@ -354,6 +355,7 @@ impl Proxy {
         adjust(&mut config);
         let server = Server::bind(config).await.expect("bind proxy");
         let addr = server.local_addr();
+        let admin = server.admin_addr();
         let stats = server.stats();
         let throttle = server.throttle();
         let (tx, rx) = oneshot::channel::<()>();
@@ -362,6 +364,7 @@ impl Proxy {
         }));
         Proxy {
             addr,
+            admin,
             stats,
             throttle,
             shutdown: Some(tx),

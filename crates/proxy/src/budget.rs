@@ -1,0 +1,124 @@
+//! The budget governor: feeds the encoders' live totals to zipwire-adapt's [`Budget`] policy
+//! and sets the server's [`Throttle`] switches from its answer (HAProxy's `maxcompcpuusage` and
+//! `maxcomprate`).
+//!
+//! CPU is the time spent inside encoder calls, which run synchronously on the runtime threads,
+//! so it is the CPU they cost; it is summed over threads and compared with one core, as HAProxy
+//! does. The policy is pure and tested in zipwire-adapt; this module only samples and applies.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::info;
+use zipwire_adapt::{Budget, BudgetSpec, BudgetState};
+
+use crate::counters::Counters;
+use crate::settings::BudgetLimits;
+use crate::throttle::Throttle;
+
+/// How often the governor samples the counters.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// The policy's spec for the configured limits, or `None` when neither CPU nor rate is limited.
+pub(crate) fn spec(limits: &BudgetLimits) -> Option<BudgetSpec> {
+    (limits.max_cpu.is_some() || limits.max_rate.is_some()).then_some(BudgetSpec {
+        max_cpu: limits.max_cpu,
+        max_rate: limits.max_rate,
+        hysteresis: limits.hysteresis,
+        window: limits.window,
+    })
+}
+
+/// One sample: observes the totals at `now` and applies the resulting state. Returns it.
+pub(crate) fn step(
+    budget: &mut Budget,
+    now: Instant,
+    counters: &Counters,
+    throttle: &Throttle,
+) -> BudgetState {
+    let busy = Duration::from_nanos(counters.compression.busy_nanos.load(Ordering::Relaxed));
+    let bytes = counters.compression.bytes_in.load(Ordering::Relaxed);
+    let before = budget.state();
+    let state = budget.observe(now, busy, bytes);
+    if state != before {
+        let usage = budget.usage();
+        info!(
+            ?state,
+            cpu_percent = usage.cpu_percent,
+            rate = usage.rate,
+            "compression budget"
+        );
+    }
+    throttle.apply(state);
+    state
+}
+
+/// Samples every [`TICK`] until the task is dropped.
+pub(crate) async fn govern(spec: BudgetSpec, counters: Arc<Counters>, throttle: Throttle) {
+    let mut budget = Budget::new(spec);
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        step(&mut budget, Instant::now(), &counters, &throttle);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zipwire_adapt::ThrottleReason;
+
+    fn add_work(counters: &Counters, busy: Duration, bytes: u64) {
+        let meter = &counters.compression;
+        meter
+            .busy_nanos
+            .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
+        meter.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn no_limits_means_no_governor() {
+        assert!(spec(&BudgetLimits::default()).is_none());
+        let limited = BudgetLimits {
+            max_rate: Some(1_000_000),
+            ..BudgetLimits::default()
+        };
+        assert_eq!(spec(&limited).and_then(|s| s.max_rate), Some(1_000_000));
+    }
+
+    #[test]
+    fn over_the_cpu_limit_flips_both_switches_and_back_with_hysteresis() {
+        let limits = BudgetLimits {
+            max_cpu: Some(50.0),
+            ..BudgetLimits::default()
+        };
+        let mut budget = Budget::new(spec(&limits).expect("limited"));
+        let (counters, throttle) = (Counters::default(), Throttle::default());
+        let start = Instant::now();
+        // 80% of a core for two seconds: throttled, both switches on, reason CPU.
+        let mut state = BudgetState::Open;
+        for tick in 1..=20u32 {
+            add_work(&counters, TICK * 8 / 10, 100_000);
+            state = step(&mut budget, start + TICK * tick, &counters, &throttle);
+        }
+        assert_eq!(state, BudgetState::Throttled(ThrottleReason::Cpu));
+        assert!(throttle.is_bypassing_new() && throttle.is_stepped_down());
+        assert_eq!(throttle.reason(), Some(ThrottleReason::Cpu));
+        // 47%: inside the hysteresis band (45-50%), still throttled.
+        for tick in 21..=40u32 {
+            add_work(&counters, TICK * 47 / 100, 100_000);
+            state = step(&mut budget, start + TICK * tick, &counters, &throttle);
+        }
+        assert!(state.is_throttled());
+        // 20%: open again, switches off.
+        for tick in 41..=60u32 {
+            add_work(&counters, TICK / 5, 100_000);
+            state = step(&mut budget, start + TICK * tick, &counters, &throttle);
+        }
+        assert_eq!(state, BudgetState::Open);
+        assert!(!throttle.is_bypassing_new() && !throttle.is_stepped_down());
+        assert_eq!(throttle.reason(), None);
+    }
+}

@@ -1,0 +1,111 @@
+//! Budgets and the admin listener: the memory cap, the rate budget end to end, `/stats` and
+//! `/metrics`.
+
+use std::time::Duration;
+
+use zipwire_proxy::Bypass;
+
+use crate::support::*;
+
+const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
+
+#[tokio::test]
+async fn over_the_memory_cap_responses_pass_as_budget_bypasses() {
+    let origin = Origin::start().await;
+    // Room for no compressing stream at all: every compressible response passes.
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.budget.max_memory = Some(1_000);
+    })
+    .await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert!(head.headers["vary"]
+        .to_str()
+        .unwrap_or("")
+        .contains("Accept-Encoding"));
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+}
+
+#[tokio::test]
+async fn under_the_memory_cap_responses_compress_and_release_their_memory() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.budget.max_memory = Some(1 << 20);
+    })
+    .await;
+    for _ in 0..3 {
+        let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), GZIP).await;
+        assert_eq!(head.headers["content-encoding"], "gzip");
+        assert_eq!(gunzip(&body), html(50_000));
+    }
+    // Sequential responses: each released its permit, so none was refused.
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 0);
+}
+
+#[tokio::test]
+async fn over_the_rate_budget_new_responses_pass_until_it_recovers() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        // 100 kB/s over a 200 ms window: one 50 kB page is over it.
+        config.budget.max_rate = Some(100_000);
+        config.budget.window = Duration::from_millis(200);
+    })
+    .await;
+    let client = client();
+    let (head, _) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    // The governor samples every 100 ms; give it a few ticks to see the burst.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(
+        proxy.throttle.is_bypassing_new(),
+        "throttled after the burst"
+    );
+    let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+    // Idle for more than a window: compression resumes.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!proxy.throttle.is_bypassing_new(), "open again");
+    let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&body), html(50_000));
+}
+
+#[tokio::test]
+async fn admin_serves_stats_and_metrics() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
+    let admin = proxy.admin.expect("admin configured");
+    let client = client();
+    fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    fetch(&client, "GET", &proxy.url("/image.png"), GZIP).await;
+
+    let (head, body) = fetch(&client, "GET", &format!("http://{admin}/stats"), &[]).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(head.headers["content-type"], "application/json");
+    let stats: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(stats["requests"], 2);
+    assert_eq!(stats["responses_compressed"], 1);
+    assert_eq!(stats["bypassed"]["type"], 1);
+    assert!(
+        stats["bytes_saved"].as_u64().unwrap_or(0) > 40_000,
+        "{stats}"
+    );
+
+    let (head, body) = fetch(&client, "GET", &format!("http://{admin}/metrics"), &[]).await;
+    assert_eq!(head.status, 200);
+    let text = String::from_utf8(body.to_vec()).expect("text");
+    assert!(text.contains("zipwire_proxy_requests_total 2\n"), "{text}");
+    assert!(
+        text.contains("zipwire_proxy_responses_bypassed_total{reason=\"type\"} 1\n"),
+        "{text}"
+    );
+
+    let (head, _) = fetch(&client, "GET", &format!("http://{admin}/nope"), &[]).await;
+    assert_eq!(head.status, 404);
+}
