@@ -30,6 +30,29 @@ pub enum Command {
     /// HTTP reverse proxy that compresses responses for its clients (nginx `gzip on` in front
     /// of HAProxy, in one process). Flags override the configuration file's keys.
     Proxy(ProxyArgs),
+    /// Demonstrate the proxy with no setup: a built-in site, the proxy in front of it and a
+    /// load of gzip-accepting clients, with compression off and at several levels.
+    Demo(DemoArgs),
+}
+
+/// `zipwire demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Seconds of load per scenario.
+    #[arg(long, default_value_t = 3.0, value_parser = parse_demo_seconds)]
+    pub seconds: f64,
+
+    /// Concurrent client connections.
+    #[arg(long, default_value_t = 32, value_parser = value_parser!(u16).range(1..=1024))]
+    pub connections: u16,
+}
+
+/// Seconds for `demo --seconds`: more than 0, at most 60.
+fn parse_demo_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 60.0 => Ok(s),
+        _ => Err(format!("'{text}' is not a number of seconds in (0, 60]")),
+    }
 }
 
 /// `zipwire proxy`. Sizes take k, m and g suffixes (64k); see docs/config.md for every key.
@@ -79,7 +102,7 @@ pub struct ProxyArgs {
 
     /// Check the configuration, print the effective configuration (every key, defaults
     /// included) and exit.
-    #[arg(long, required = true)]
+    #[arg(long)]
     pub check: bool,
 }
 

@@ -7,15 +7,16 @@
 
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
-/// Installs the subscriber for the process.
+/// Installs the subscriber for the process: level info (warn when `quiet`), raised by each
+/// `-v`, with `RUST_LOG` directives on top.
 ///
 /// # Errors
 ///
 /// When a global subscriber is already installed.
-pub fn init(verbosity: u8) -> anyhow::Result<()> {
+pub fn init(verbosity: u8, quiet: bool) -> anyhow::Result<()> {
     let rust_log = std::env::var("RUST_LOG").ok();
     tracing_subscriber::fmt()
-        .with_env_filter(filter(verbosity, rust_log.as_deref()))
+        .with_env_filter(filter(verbosity, quiet, rust_log.as_deref()))
         .with_writer(std::io::stderr)
         .try_init()
         .map_err(|err| anyhow::anyhow!("cannot install the log subscriber: {err}"))
@@ -23,8 +24,11 @@ pub fn init(verbosity: u8) -> anyhow::Result<()> {
 
 /// The filter for `-v` given `verbosity` times and `RUST_LOG` set to `rust_log`. Invalid
 /// `RUST_LOG` directives are skipped (and reported by tracing-subscriber on standard error).
-fn filter(verbosity: u8, rust_log: Option<&str>) -> EnvFilter {
+fn filter(verbosity: u8, quiet: bool, rust_log: Option<&str>) -> EnvFilter {
     let level = match verbosity {
+        // Subcommands that print their own report (the demo) keep the per-request access
+        // log out of it unless asked.
+        0 if quiet => LevelFilter::WARN,
         0 => LevelFilter::INFO,
         1 => LevelFilter::DEBUG,
         _ => LevelFilter::TRACE,
@@ -48,7 +52,7 @@ mod tests {
     use super::*;
 
     fn max_level(verbosity: u8, rust_log: Option<&str>) -> Option<LevelFilter> {
-        filter(verbosity, rust_log).max_level_hint()
+        filter(verbosity, false, rust_log).max_level_hint()
     }
 
     #[test]
@@ -62,15 +66,31 @@ mod tests {
     #[test]
     fn rust_log_sets_the_level() {
         assert_eq!(max_level(0, Some("warn")), Some(LevelFilter::WARN));
-        let filter = filter(0, Some("warn,zipwire_proxy=trace")).to_string();
+        let filter = filter(0, false, Some("warn,zipwire_proxy=trace")).to_string();
         assert!(filter.contains("zipwire_proxy=trace"), "{filter}");
     }
 
     #[test]
     fn v_raises_rust_log() {
         assert_eq!(max_level(1, Some("warn")), Some(LevelFilter::DEBUG));
-        let filter = filter(1, Some("warn,zipwire_proxy=trace")).to_string();
+        let filter = filter(1, false, Some("warn,zipwire_proxy=trace")).to_string();
         assert!(filter.contains("zipwire_proxy=trace"), "{filter}");
         assert!(filter.contains("debug"), "{filter}");
+    }
+
+    #[test]
+    fn quiet_subcommands_default_to_warnings_only() {
+        assert_eq!(
+            filter(0, true, None).max_level_hint(),
+            Some(LevelFilter::WARN)
+        );
+        assert_eq!(
+            filter(1, true, None).max_level_hint(),
+            Some(LevelFilter::DEBUG)
+        );
+        assert_eq!(
+            filter(0, true, Some("info")).max_level_hint(),
+            Some(LevelFilter::INFO)
+        );
     }
 }

@@ -1,12 +1,13 @@
 //! `zipwire`: compression offload for data in transit.
 //!
 //! The binary only parses flags, dispatches to a subcommand and maps errors to exit codes; the
-//! work lives in the library crates. Subcommands today: `bench codec`, `proxy --check`.
+//! work lives in the library crates. Subcommands today: `demo`, `proxy`, `bench codec`.
 
 #![forbid(unsafe_code)]
 
 mod bench;
 mod cli;
+mod demo;
 mod logging;
 mod proxy;
 mod sample;
@@ -32,11 +33,12 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    logging::init(cli.verbose)?;
+    logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)))?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let code = match cli.command {
         Command::Bench(args) => bench::run(&args, &mut out)?,
         Command::Proxy(args) => proxy::run(&args, &mut out)?,
+        Command::Demo(args) => demo::run(&args, &mut out)?,
     };
     out.flush()?;
     Ok(code)

@@ -32,8 +32,38 @@ pub use self::value::{parse_percent, parse_size, parse_socket_addr, parse_upstre
 /// command.)
 pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let config = load(args)?;
-    out.write_all(render(&config).as_bytes())?;
+    if args.check {
+        out.write_all(render(&config).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    out.flush()?;
+    zipwire_proxy::run_blocking(config, shutdown_signal()).context("proxy")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGTERM or Ctrl-C (SIGINT): the server then finishes in-flight requests
+/// within its grace period.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
 }
 
 /// Reads the file (if any), lays the flags over it and checks the result.

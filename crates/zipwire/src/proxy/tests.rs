@@ -408,10 +408,3 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         assert!(err.contains(expected), "{flag_list:?}: {err}");
     }
 }
-
-#[test]
-fn check_is_required_for_now() {
-    let err = Cli::try_parse_from(["zipwire", "proxy", "--upstream", "http://o:1"])
-        .expect_err("no --check");
-    assert!(err.to_string().contains("--check"), "{err}");
-}

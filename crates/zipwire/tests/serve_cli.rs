@@ -1,0 +1,169 @@
+//! The binary's long-running subcommands, run for real: `zipwire proxy` in front of a tiny
+//! origin, and `zipwire demo`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use zipwire_codec::{decompress, Format, Limits};
+
+fn zipwire() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zipwire"))
+}
+
+/// A page worth compressing.
+fn page() -> Vec<u8> {
+    (0..2_000)
+        .flat_map(|i| format!("<li>row {i} of the zipwire test page</li>\n").into_bytes())
+        .collect()
+}
+
+/// An origin that answers every request with `page()` as text/html, then closes.
+fn origin() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind origin");
+    let addr = listener.local_addr().expect("origin address");
+    thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let body = page();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    addr
+}
+
+fn free_port() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address")
+}
+
+/// Kills the child if a test fails before it is reaped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn proxy_serves_gzip_and_stops_on_sigterm() {
+    let upstream = origin();
+    let listen = free_port();
+    let child = zipwire()
+        .args([
+            "proxy",
+            "--listen",
+            &listen.to_string(),
+            "--upstream",
+            &format!("http://{upstream}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start zipwire proxy");
+    let mut proxy = Running(child);
+
+    // Wait for the listener, then ask for the page as an HTTP/1.0 client (close-delimited).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stream = loop {
+        match TcpStream::connect(listen) {
+            Ok(stream) => break stream,
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+            Err(error) => panic!("proxy never listened: {error}"),
+        }
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    stream
+        .write_all(b"GET /page HTTP/1.0\r\nHost: test\r\nAccept-Encoding: gzip\r\n\r\n")
+        .expect("send");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read response");
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
+    let head = String::from_utf8_lossy(&response[..split]).to_ascii_lowercase();
+    assert!(
+        head.starts_with("http/1.0 200") || head.starts_with("http/1.1 200"),
+        "{head}"
+    );
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    let body = decompress(Format::Gzip, &response[split..], Limits::default()).expect("gzip body");
+    assert_eq!(body, page());
+    assert!(response.len() - split < page().len() / 3, "compressed");
+
+    // SIGTERM: graceful shutdown, exit status 0.
+    let pid = proxy.0.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = proxy.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "proxy did not stop after SIGTERM"
+        );
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn proxy_without_upstream_fails_with_a_clear_message() {
+    let output = zipwire()
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("upstream"), "{stderr}");
+}
+
+#[test]
+fn demo_runs_every_scenario_and_checks_every_response() {
+    let output = zipwire()
+        .args(["demo", "--seconds", "0.3", "--connections", "2"])
+        .output()
+        .expect("run demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for row in [
+        "compression off",
+        "zipwire level 1",
+        "zipwire level 2",
+        "zipwire level 3",
+        "zipwire level 6",
+    ] {
+        assert!(stdout.contains(row), "missing {row}:\n{stdout}");
+    }
+    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
+    assert!(stdout.contains("zipwire proxy --listen"), "{stdout}");
+    // The access log stays out of the demo's output unless asked for.
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("access"));
+}
