@@ -172,6 +172,9 @@ enum State {
     Done,
 }
 
+/// Room beyond `coalesce` reserved for the frame that crosses it.
+const COALESCE_SLACK: usize = 16 * 1024;
+
 /// A body that compresses another body as it streams.
 pub struct CompressBody<B> {
     inner: B,
@@ -277,6 +280,15 @@ where
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(mut data) => {
+                        if this.pending.capacity() == 0 {
+                            // Size the buffer once, for the body if it is known to be smaller,
+                            // so it never doubles past `coalesce`: with hundreds of open
+                            // streams that is most of the proxy's memory.
+                            let body = this.inner.size_hint().upper().unwrap_or(u64::MAX);
+                            let want = (body.min(this.policy.coalesce as u64) as usize)
+                                .max(bytes::Buf::remaining(&data));
+                            this.pending.reserve_exact(want + COALESCE_SLACK);
+                        }
                         while bytes::Buf::has_remaining(&data) {
                             let chunk = bytes::Buf::chunk(&data);
                             this.pending.extend_from_slice(chunk);

@@ -38,6 +38,9 @@ use crate::settings::ProxyConfig;
 use crate::throttle::Throttle;
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 
+/// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
+const MIN_BUF_SIZE: usize = 16 * 1024;
+
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -104,6 +107,9 @@ impl Server {
         http.timer(TokioTimer::new())
             .header_read_timeout(config.timeouts.header_read)
             .max_header_size(config.limits.max_header_bytes)
+            // Read and write buffers per connection: a request head must fit; responses are
+            // streamed in frames of at most `coalesce`, so larger buffers only hold memory.
+            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE))
             .keep_alive(true);
         Ok(Server {
             listener,

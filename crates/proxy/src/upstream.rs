@@ -26,6 +26,9 @@ use crate::error::ProxyError;
 use crate::replay::{Replay, ReplayBody};
 use crate::settings::{Timeouts, Upstream};
 
+/// Read-buffer limit per upstream connection.
+const UPSTREAM_BUF_SIZE: usize = 64 * 1024;
+
 /// The upstream servers and the pooled client that reaches them.
 #[derive(Debug)]
 pub(crate) struct Upstreams {
@@ -53,6 +56,8 @@ impl Upstreams {
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(timeouts.idle)
+            // Upstream bodies are streamed: a read buffer past this only holds memory.
+            .http1_max_buf_size(UPSTREAM_BUF_SIZE)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(connector);
