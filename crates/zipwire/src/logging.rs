@@ -18,6 +18,8 @@ pub fn init(verbosity: u8, quiet: bool) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(filter(verbosity, quiet, rust_log.as_deref()))
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, never in files or pipes.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init()
         .map_err(|err| anyhow::anyhow!("cannot install the log subscriber: {err}"))
 }

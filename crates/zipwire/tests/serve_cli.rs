@@ -1,7 +1,7 @@
 //! The binary's long-running subcommands, run for real: `zipwire proxy` in front of a tiny
 //! origin, and `zipwire demo`.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::thread;
@@ -44,9 +44,20 @@ fn origin() -> SocketAddr {
     addr
 }
 
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address")
+/// Reads the proxy's log until its "proxy listening" line and returns the address in it (the
+/// proxy binds port 0, so no other test can race for the port).
+fn listening_addr(stderr: &mut impl BufRead) -> SocketAddr {
+    for line in stderr.lines() {
+        let line = line.expect("log line");
+        if let Some(at) = line.find("local_addr=") {
+            let addr: String = line[at + "local_addr=".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                .collect();
+            return addr.parse().expect("an address in the log line");
+        }
+    }
+    panic!("the proxy exited before it listened");
 }
 
 /// Kills the child if a test fails before it is reaped.
@@ -62,30 +73,33 @@ impl Drop for Running {
 #[test]
 fn proxy_serves_gzip_and_stops_on_sigterm() {
     let upstream = origin();
-    let listen = free_port();
     let child = zipwire()
         .args([
             "proxy",
             "--listen",
-            &listen.to_string(),
+            "127.0.0.1:0",
             "--upstream",
             &format!("http://{upstream}"),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start zipwire proxy");
     let mut proxy = Running(child);
+    let stderr = proxy.0.stderr.take().expect("piped stderr");
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    // Keep draining the log after the address so the proxy never blocks on a full pipe.
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        let _ = addr_tx.send(listening_addr(&mut reader));
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    let listen = addr_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("proxy listening");
 
-    // Wait for the listener, then ask for the page as an HTTP/1.0 client (close-delimited).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut stream = loop {
-        match TcpStream::connect(listen) {
-            Ok(stream) => break stream,
-            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
-            Err(error) => panic!("proxy never listened: {error}"),
-        }
-    };
+    // Ask for the page as an HTTP/1.0 client (close-delimited body).
+    let mut stream = TcpStream::connect(listen).expect("connect to the proxy");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");

@@ -47,30 +47,43 @@ async fn under_the_memory_cap_responses_compress_and_release_their_memory() {
 async fn over_the_rate_budget_new_responses_pass_until_it_recovers() {
     let origin = Origin::start().await;
     let proxy = Proxy::start(vec![origin.upstream()], |config| {
-        // 100 kB/s over a 200 ms window: one 50 kB page is over it.
-        config.budget.max_rate = Some(100_000);
-        config.budget.window = Duration::from_millis(200);
+        // 10 kB/s over a one-second window: one 50 kB page keeps the budget over its limit
+        // for as long as the page is inside the window.
+        config.budget.max_rate = Some(10_000);
+        config.budget.window = Duration::from_secs(1);
     })
     .await;
     let client = client();
     let (head, _) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
     assert_eq!(head.headers["content-encoding"], "gzip");
-    // The governor samples every 100 ms; give it a few ticks to see the burst.
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    // The governor samples every 100 ms: wait for it to see the burst.
     assert!(
-        proxy.throttle.is_bypassing_new(),
+        eventually(|| proxy.throttle.is_bypassing_new()).await,
         "throttled after the burst"
     );
     let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
     assert!(!head.headers.contains_key("content-encoding"));
     assert_eq!(body, html(50_000));
     assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
-    // Idle for more than a window: compression resumes.
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    assert!(!proxy.throttle.is_bypassing_new(), "open again");
+    // Once the burst has left the window, compression resumes.
+    assert!(
+        eventually(|| !proxy.throttle.is_bypassing_new()).await,
+        "open again"
+    );
     let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
     assert_eq!(head.headers["content-encoding"], "gzip");
     assert_eq!(gunzip(&body), html(50_000));
+}
+
+/// Polls `condition` every 20 ms for up to 5 s.
+async fn eventually(condition: impl Fn() -> bool) -> bool {
+    for _ in 0..250 {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
 }
 
 #[tokio::test]

@@ -164,9 +164,24 @@ pub fn upstream(addr: SocketAddr) -> Upstream {
 }
 
 /// An address nothing listens on (bound, then closed).
-pub async fn dead_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    listener.local_addr().expect("address")
+/// A loopback port that refuses connections for as long as the value lives: the socket is
+/// bound but never listens, so no other test's listener can take the port meanwhile (a port
+/// that is merely closed could be handed to a parallel test's server).
+pub struct DeadPort {
+    _socket: tokio::net::TcpSocket,
+    pub addr: SocketAddr,
+}
+
+pub async fn dead_addr() -> DeadPort {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("valid"))
+        .expect("bind");
+    let addr = socket.local_addr().expect("address");
+    DeadPort {
+        _socket: socket,
+        addr,
+    }
 }
 
 fn full(data: impl Into<Bytes>) -> OriginBody {

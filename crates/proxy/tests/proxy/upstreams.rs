@@ -28,7 +28,7 @@ async fn requests_take_turns_between_upstreams() {
 async fn a_dead_upstream_is_marked_down_and_gets_go_to_the_next() {
     let dead = dead_addr().await;
     let live = Origin::start().await;
-    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |_| {}).await;
     let client = client();
     for _ in 0..4 {
         let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), &[]).await;
@@ -43,7 +43,7 @@ async fn a_dead_upstream_is_marked_down_and_gets_go_to_the_next() {
 async fn a_put_body_is_resent_to_the_next_upstream() {
     let dead = dead_addr().await;
     let live = Origin::start().await;
-    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |_| {}).await;
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     let request = Request::put(proxy.url("/upload"))
         .body(Full::new(Bytes::from(html(30_000))))
@@ -63,7 +63,7 @@ async fn a_put_body_is_resent_to_the_next_upstream() {
 async fn a_post_to_a_dead_upstream_gets_502_and_is_not_resent() {
     let dead = dead_addr().await;
     let live = Origin::start().await;
-    let proxy = Proxy::start(vec![upstream(dead), live.upstream()], |_| {}).await;
+    let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |_| {}).await;
     let (head, _) = fetch(&client(), "POST", &proxy.url("/upload"), &[]).await;
     assert_eq!(head.status, 502);
     assert_eq!(live.hits.load(Ordering::SeqCst), 0);
@@ -75,7 +75,8 @@ async fn a_post_to_a_dead_upstream_gets_502_and_is_not_resent() {
 
 #[tokio::test]
 async fn all_upstreams_down_gets_502() {
-    let proxy = Proxy::start(vec![upstream(dead_addr().await)], |_| {}).await;
+    let dead = dead_addr().await;
+    let proxy = Proxy::start(vec![upstream(dead.addr)], |_| {}).await;
     let client = client();
     for _ in 0..2 {
         let (head, body) = fetch(&client, "GET", &proxy.url("/"), &[]).await;
