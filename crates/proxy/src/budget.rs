@@ -54,10 +54,17 @@ pub(crate) fn step(
     state
 }
 
-/// Samples every [`TICK`] until the task is dropped.
-pub(crate) async fn govern(spec: BudgetSpec, counters: Arc<Counters>, throttle: Throttle) {
+/// A budget with its first sample taken now. Call before the server accepts anything: work
+/// done before the first sample would count as the baseline, not as usage.
+pub(crate) fn start(spec: BudgetSpec, counters: &Counters, throttle: &Throttle) -> Budget {
     let mut budget = Budget::new(spec);
-    let mut ticks = tokio::time::interval(TICK);
+    step(&mut budget, Instant::now(), counters, throttle);
+    budget
+}
+
+/// Samples every [`TICK`] until the task is dropped.
+pub(crate) async fn govern(mut budget: Budget, counters: Arc<Counters>, throttle: Throttle) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
@@ -76,6 +83,21 @@ mod tests {
             .busy_nanos
             .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
         meter.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn work_done_right_after_start_counts_as_usage() {
+        // See: the governor's first sample used to be taken by the spawned task, after a fast
+        // first request had already finished, so that request became the baseline.
+        let limits = BudgetLimits {
+            max_rate: Some(10_000),
+            ..BudgetLimits::default()
+        };
+        let (counters, throttle) = (Counters::default(), Throttle::default());
+        let mut budget = start(spec(&limits).expect("limited"), &counters, &throttle);
+        add_work(&counters, Duration::from_millis(1), 50_000);
+        let state = step(&mut budget, Instant::now() + TICK, &counters, &throttle);
+        assert_eq!(state, BudgetState::Throttled(ThrottleReason::Rate));
     }
 
     #[test]

@@ -180,7 +180,8 @@ impl Server {
         // Helpers that live as long as the accept loop: aborted when it ends.
         let mut helpers = JoinSet::new();
         if let Some(spec) = budget {
-            helpers.spawn(budget::govern(spec, counters.clone(), throttle.clone()));
+            let budget = budget::start(spec, &counters, &throttle);
+            helpers.spawn(budget::govern(budget, counters.clone(), throttle.clone()));
         }
         if let Some((listener, addr)) = admin {
             info!(%addr, "admin listening");
