@@ -8,7 +8,7 @@
 use flate2::{Compress, Compression, FlushCompress, Status};
 
 use crate::error::EncodeError;
-use crate::format::{gzip, zlib, Format};
+use crate::format::{Format, Framer};
 use crate::level::Level;
 
 /// Spare output space reserved before each call into zlib-rs, at least.
@@ -24,12 +24,7 @@ const MIN_RESERVE: usize = 4 * 1024;
 /// [`Format`].
 pub struct StatefulEncoder {
     deflate: Compress,
-    format: Format,
-    level: u8,
-    checksum: u32,
-    total_in: u64,
-    header_pending: bool,
-    finished: bool,
+    framer: Framer,
 }
 
 impl StatefulEncoder {
@@ -38,12 +33,7 @@ impl StatefulEncoder {
     pub fn new(format: Format, level: Level) -> StatefulEncoder {
         StatefulEncoder {
             deflate: Compress::new(Compression::new(u32::from(level.get())), false),
-            format,
-            level: level.get(),
-            checksum: format.initial_checksum(),
-            total_in: 0,
-            header_pending: true,
-            finished: false,
+            framer: Framer::new(format, level.get()),
         }
     }
 
@@ -51,23 +41,23 @@ impl StatefulEncoder {
     /// name, say) before the first call's output. The trailer is still written by
     /// [`StatefulEncoder::finish`].
     pub fn without_header(mut self) -> StatefulEncoder {
-        self.header_pending = false;
+        self.framer.skip_header();
         self
     }
 
     /// The stream's format.
     pub fn format(&self) -> Format {
-        self.format
+        self.framer.format()
     }
 
     /// Uncompressed bytes taken so far.
     pub fn total_in(&self) -> u64 {
-        self.total_in
+        self.framer.total_in()
     }
 
     /// Whether [`StatefulEncoder::finish`] has been called.
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.framer.is_finished()
     }
 
     /// Compresses all of `input` and appends it to `out`, ending with a sync flush: the output
@@ -78,7 +68,7 @@ impl StatefulEncoder {
     ///
     /// [`EncodeError::Finished`] after [`StatefulEncoder::finish`].
     pub fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        self.start_call(input, out)?;
+        self.framer.start_call(input, out)?;
         if !input.is_empty() {
             self.run(input, out, FlushCompress::Sync);
         }
@@ -91,35 +81,9 @@ impl StatefulEncoder {
     ///
     /// [`EncodeError::Finished`] if called twice; nothing is written then.
     pub fn finish(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        self.start_call(input, out)?;
+        self.framer.start_call(input, out)?;
         self.run(input, out, FlushCompress::Finish);
-        self.finished = true;
-        match self.format {
-            // ISIZE is the length modulo 2^32 (RFC 1952 §2.3.1): the truncation is the format.
-            Format::Gzip => {
-                out.extend_from_slice(&gzip::trailer(self.checksum, self.total_in as u32))
-            }
-            Format::Zlib => out.extend_from_slice(&zlib::trailer(self.checksum)),
-            Format::Raw => {}
-        }
-        Ok(())
-    }
-
-    /// Refuses calls after `finish`, writes a pending header and accounts for `input`.
-    fn start_call(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if self.finished {
-            return Err(EncodeError::Finished);
-        }
-        if self.header_pending {
-            self.header_pending = false;
-            match self.format {
-                Format::Gzip => out.extend_from_slice(&gzip::minimal_header(self.level)),
-                Format::Zlib => out.extend_from_slice(&zlib::header(self.level)),
-                Format::Raw => {}
-            }
-        }
-        self.checksum = self.format.update_checksum(self.checksum, input);
-        self.total_in += input.len() as u64;
+        self.framer.finish(out);
         Ok(())
     }
 
@@ -155,10 +119,7 @@ impl StatefulEncoder {
 impl std::fmt::Debug for StatefulEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StatefulEncoder")
-            .field("format", &self.format)
-            .field("level", &self.level)
-            .field("total_in", &self.total_in)
-            .field("finished", &self.finished)
+            .field("framer", &self.framer)
             .finish_non_exhaustive()
     }
 }
@@ -168,6 +129,7 @@ mod tests {
     use std::io::Read;
 
     use super::*;
+    use crate::format::{gzip, zlib};
 
     fn level(n: u8) -> Level {
         Level::try_from(n).expect("valid level")

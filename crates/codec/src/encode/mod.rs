@@ -10,7 +10,7 @@ mod tables;
 pub use scratch::Scratch;
 
 use crate::error::EncodeError;
-use crate::format::{gzip, zlib, Format};
+use crate::format::{Format, Framer};
 use crate::level::Level;
 
 /// A stateless compressing stream (levels 1-3): at most 64 bytes between calls.
@@ -21,12 +21,7 @@ use crate::level::Level;
 /// one valid stream of the chosen [`Format`].
 #[derive(Clone, Debug)]
 pub struct Encoder {
-    total_in: u64,
-    checksum: u32,
-    format: Format,
-    level: u8,
-    header_pending: bool,
-    finished: bool,
+    framer: Framer,
     store_only: bool,
 }
 
@@ -41,12 +36,7 @@ impl Encoder {
             return Err(EncodeError::InvalidLevel { level: level.get() });
         }
         Ok(Encoder {
-            total_in: 0,
-            checksum: format.initial_checksum(),
-            format,
-            level: level.get(),
-            header_pending: true,
-            finished: false,
+            framer: Framer::new(format, level.get()),
             store_only: false,
         })
     }
@@ -54,18 +44,18 @@ impl Encoder {
     /// Does not write the format's header: the caller writes its own (a gzip header with a file
     /// name, say) before the first call's output.
     pub fn without_header(mut self) -> Encoder {
-        self.header_pending = false;
+        self.framer.skip_header();
         self
     }
 
     /// The stream's format.
     pub fn format(&self) -> Format {
-        self.format
+        self.framer.format()
     }
 
     /// The stream's level.
     pub fn level(&self) -> Level {
-        Level::try_from(self.level).expect("validated in Encoder::new")
+        Level::try_from(self.framer.level()).expect("validated in Encoder::new")
     }
 
     /// Switches the following calls to stored blocks (no compression, almost no CPU) or back.
@@ -83,12 +73,12 @@ impl Encoder {
 
     /// Uncompressed bytes taken so far.
     pub fn total_in(&self) -> u64 {
-        self.total_in
+        self.framer.total_in()
     }
 
     /// Whether [`Encoder::finish`] has been called.
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.framer.is_finished()
     }
 
     /// Compresses `input` into `out` as non-final blocks ending on a byte boundary (an empty
@@ -103,7 +93,7 @@ impl Encoder {
         input: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.start_call(input, out)?;
+        self.framer.start_call(input, out)?;
         if !input.is_empty() {
             scratch.compress(self.effective_level(), input, false, out);
         }
@@ -121,16 +111,9 @@ impl Encoder {
         input: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.start_call(input, out)?;
+        self.framer.start_call(input, out)?;
         scratch.compress(self.effective_level(), input, true, out);
-        self.finished = true;
-        match self.format {
-            Format::Gzip => {
-                out.extend_from_slice(&gzip::trailer(self.checksum, self.total_in as u32))
-            }
-            Format::Zlib => out.extend_from_slice(&zlib::trailer(self.checksum)),
-            Format::Raw => {}
-        }
+        self.framer.finish(out);
         Ok(())
     }
 
@@ -139,25 +122,8 @@ impl Encoder {
         if self.store_only {
             0
         } else {
-            self.level
+            self.framer.level()
         }
-    }
-
-    fn start_call(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        if self.finished {
-            return Err(EncodeError::Finished);
-        }
-        if self.header_pending {
-            self.header_pending = false;
-            match self.format {
-                Format::Gzip => out.extend_from_slice(&gzip::minimal_header(self.level)),
-                Format::Zlib => out.extend_from_slice(&zlib::header(self.level)),
-                Format::Raw => {}
-            }
-        }
-        self.checksum = self.format.update_checksum(self.checksum, input);
-        self.total_in += input.len() as u64;
-        Ok(())
     }
 }
 

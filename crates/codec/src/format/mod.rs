@@ -1,8 +1,11 @@
 //! Stream framing: the wrappers RFC 1952 (gzip) and RFC 1950 (zlib) put around a raw RFC 1951
 //! deflate stream, and the running checksum each one carries.
 
+mod framer;
 pub mod gzip;
 pub mod zlib;
+
+pub(crate) use framer::Framer;
 
 /// Which container wraps the deflate stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
