@@ -172,6 +172,23 @@ enum State {
     Done,
 }
 
+impl State {
+    /// Past the last block: the trailers, if any, then the end. `None` while streaming.
+    fn poll_end(
+        &mut self,
+        trailers: &mut Option<HeaderMap>,
+    ) -> Option<Poll<Option<Result<Frame<Bytes>, BodyError>>>> {
+        match *self {
+            State::Streaming => None,
+            State::Trailers => {
+                *self = State::Done;
+                Some(Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t)))))
+            }
+            State::Done => Some(Poll::Ready(None)),
+        }
+    }
+}
+
 /// Room beyond `coalesce` reserved for the frame that crosses it.
 const COALESCE_SLACK: usize = 16 * 1024;
 
@@ -269,13 +286,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
         loop {
-            match this.state {
-                State::Done => return Poll::Ready(None),
-                State::Trailers => {
-                    this.state = State::Done;
-                    return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
-                }
-                State::Streaming => {}
+            if let Some(end) = this.state.poll_end(&mut this.trailers) {
+                return end;
             }
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
@@ -408,13 +420,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
         loop {
-            match this.state {
-                State::Done => return Poll::Ready(None),
-                State::Trailers => {
-                    this.state = State::Done;
-                    return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
-                }
-                State::Streaming => {}
+            if let Some(end) = this.state.poll_end(&mut this.trailers) {
+                return end;
             }
             if !this.input.is_empty() {
                 match this.step() {
