@@ -173,18 +173,16 @@ enum State {
 }
 
 impl State {
-    /// Past the last block: the trailers, if any, then the end. `None` while streaming.
-    fn poll_end(
-        &mut self,
-        trailers: &mut Option<HeaderMap>,
-    ) -> Option<Poll<Option<Result<Frame<Bytes>, BodyError>>>> {
+    /// Past the last block: what `poll_frame` returns next, the trailers if any and then the
+    /// end. `None` while streaming.
+    fn end(&mut self, trailers: &mut Option<HeaderMap>) -> Option<Option<Frame<Bytes>>> {
         match *self {
             State::Streaming => None,
             State::Trailers => {
                 *self = State::Done;
-                Some(Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t)))))
+                Some(trailers.take().map(Frame::trailers))
             }
-            State::Done => Some(Poll::Ready(None)),
+            State::Done => Some(None),
         }
     }
 }
@@ -286,8 +284,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
         loop {
-            if let Some(end) = this.state.poll_end(&mut this.trailers) {
-                return end;
+            if let Some(end) = this.state.end(&mut this.trailers) {
+                return Poll::Ready(end.map(Ok));
             }
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
@@ -420,8 +418,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
         loop {
-            if let Some(end) = this.state.poll_end(&mut this.trailers) {
-                return end;
+            if let Some(end) = this.state.end(&mut this.trailers) {
+                return Poll::Ready(end.map(Ok));
             }
             if !this.input.is_empty() {
                 match this.step() {
