@@ -1,5 +1,5 @@
 //! Command-line flags (clap). Each subcommand's arguments are a struct of their own, so adding
-//! `tunnel`, `compress` or `decompress` is one more [`Command`] variant.
+//! `tunnel` is one more [`Command`] variant.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
 use http::uri::Authority;
 
+use crate::gzip::FileArgs;
 use crate::proxy::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
 
 /// Compression offload for data in transit.
@@ -33,6 +34,10 @@ pub enum Command {
     /// Demonstrate the proxy with no setup: a built-in site, the proxy in front of it and a
     /// load of gzip-accepting clients, with compression off and at several levels.
     Demo(DemoArgs),
+    /// Compress files like gzip (FILE becomes FILE.gz), in parallel on large inputs.
+    Compress(FileArgs),
+    /// Decompress files like gunzip (FILE.gz becomes FILE); same flags as compress.
+    Decompress(FileArgs),
 }
 
 /// `zipwire demo`.

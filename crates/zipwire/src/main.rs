@@ -1,13 +1,15 @@
 //! `zipwire`: compression offload for data in transit.
 //!
 //! The binary only parses flags, dispatches to a subcommand and maps errors to exit codes; the
-//! work lives in the library crates. Subcommands today: `demo`, `proxy`, `bench codec`.
+//! work lives in the library crates. Subcommands today: `demo`, `proxy`, `compress`,
+//! `decompress`, `bench codec`; run as `gzip`, `gunzip` or `zcat` it is that command.
 
 #![forbid(unsafe_code)]
 
 mod bench;
 mod cli;
 mod demo;
+mod gzip;
 mod logging;
 mod proxy;
 mod sample;
@@ -20,6 +22,10 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if let Some(personality) = gzip::Personality::from_argv0(&argv0) {
+        return gzip::run_as(personality);
+    }
     match run() {
         Ok(code) => code,
         // Someone closed our stdout (`zipwire bench codec | head`): nothing left to say.
@@ -39,6 +45,11 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(&args, &mut out)?,
         Command::Proxy(args) => proxy::run(&args, &mut out)?,
         Command::Demo(args) => demo::run(&args, &mut out)?,
+        Command::Compress(args) => gzip::run(&args, cli.verbose > 0, "zipwire"),
+        Command::Decompress(mut args) => {
+            args.decompress = true;
+            gzip::run(&args, cli.verbose > 0, "zipwire")
+        }
     };
     out.flush()?;
     Ok(code)

@@ -1,0 +1,112 @@
+//! zipwire's gzip-compatible file tool: what `zipwire compress`, `zipwire decompress` and the
+//! binary run as `gzip`, `gunzip` or `zcat` do.
+//!
+//! # Brief overview
+//!
+//! - [`run`] takes typed [`Options`] and the operands and does gzip's job on each: replace
+//!   `FILE` by `FILE.gz` (or back), write to stdout, test or list, with gzip's messages and exit
+//!   [`Status`].
+//! - [`member`] compresses one stream into one gzip member on worker threads: the input is cut
+//!   into 1 MB blocks, each compressed on its own (levels 1-3 with the stateless encoder,
+//!   4-9 with zlib-rs primed with the previous 32 KB) and stitched in order with the CRC-32s
+//!   combined, so the output is the same whatever the thread count and memory stays bounded.
+//! - [`inflate`] decodes any number of members with bounded memory and tells trailing zeros
+//!   from trailing garbage.
+//! - [`staged`] is how files are written: a temporary file in the target's directory, synced,
+//!   then renamed into place; the input is removed only after that.
+//!
+//! # Why hand-written
+//!
+//! pigz's block-parallel scheme needs an encoder that can end a block on a byte boundary and
+//! be primed with a dictionary; no crate offers the gzip command line's safety rules and
+//! messages. Compression, inflate and checksums come from `zipwire-codec`, zlib-rs and
+//! crc32fast (whose `combine` joins the per-block CRCs).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+pub mod inflate;
+mod job;
+mod list;
+pub mod member;
+pub mod names;
+mod progress;
+pub mod staged;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use zipwire_codec::Level;
+
+pub use error::StreamError;
+pub use job::run;
+
+/// What to do with each operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Compress (gzip's default).
+    Compress,
+    /// Decompress (`-d`).
+    Decompress,
+    /// Check integrity without writing (`-t`).
+    Test,
+    /// Print compressed and uncompressed sizes (`-l`).
+    List,
+}
+
+/// Everything a run needs, validated; the binary builds it from its flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// What to do.
+    pub mode: Mode,
+    /// Compression level.
+    pub level: Level,
+    /// Write to standard output, keep the inputs (`-c`).
+    pub to_stdout: bool,
+    /// Keep the inputs (`-k`).
+    pub keep: bool,
+    /// Overwrite outputs, compress links and already-suffixed files, write compressed data to
+    /// a terminal (`-f`).
+    pub force: bool,
+    /// Suffix of compressed files (`-S`, default `.gz`).
+    pub suffix: OsString,
+    /// Descend into directories (`-r`).
+    pub recursive: bool,
+    /// No warnings (`-q`).
+    pub quiet: bool,
+    /// Per-file report on stderr (`-v`).
+    pub verbose: bool,
+    /// Write all output to this file instead (`-o`); the input is kept.
+    pub output: Option<PathBuf>,
+    /// Compression threads (`-p`).
+    pub threads: usize,
+    /// Store the file's name and time in the header (gzip's default; `-n` turns it off).
+    pub save_name: bool,
+    /// Show a progress bar on a terminal for large inputs (off with `-q`).
+    pub progress: bool,
+    /// Name used in messages (`zipwire`, or `gzip` when run under that name).
+    pub program: String,
+}
+
+/// How a run went, worst first: gzip's exit statuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Everything done.
+    Success,
+    /// Something was skipped or odd (trailing garbage, a directory without `-r`): exit 2.
+    Warning,
+    /// Something failed: exit 1.
+    Failure,
+}
+
+impl Status {
+    /// The process exit code gzip uses for this status.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Status::Success => 0,
+            Status::Failure => 1,
+            Status::Warning => 2,
+        }
+    }
+}

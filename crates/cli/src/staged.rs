@@ -1,0 +1,159 @@
+//! Safe output files: written under a temporary name in the target's directory, flushed to
+//! disk, then renamed into place, so a failure at any point leaves no partial output and a
+//! reader never sees a half-written file under the real name.
+
+use std::fs::{self, File, FileTimes, Metadata, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Buffer between the compressor and the file.
+const BUFFER: usize = 256 * 1024;
+
+/// An output file being written under a temporary name; dropped without
+/// [`Staged::commit`], it is removed.
+#[derive(Debug)]
+pub struct Staged {
+    file: BufWriter<File>,
+    temp: PathBuf,
+    committed: bool,
+}
+
+impl Staged {
+    /// Creates a temporary file (mode 0600 until committed) next to `target`.
+    ///
+    /// # Errors
+    ///
+    /// Any error creating the file: a missing or read-only directory, a full disk.
+    pub fn create(target: &Path) -> io::Result<Staged> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        // Short enough for NAME_MAX whatever the target's length.
+        let stem: String = name.chars().take(100).collect();
+        let temp = target.with_file_name(format!(
+            ".{stem}.{}-{}.zipwire-tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        Ok(Staged {
+            file: BufWriter::with_capacity(BUFFER, file),
+            temp,
+            committed: false,
+        })
+    }
+
+    /// Flushes the data to disk, gives the file `like`'s permissions, owner (when allowed) and
+    /// times, and moves it to `target`: replacing an existing file only if `overwrite`.
+    ///
+    /// # Errors
+    ///
+    /// A failed write, sync or rename (the temporary file is then removed), or
+    /// [`io::ErrorKind::AlreadyExists`] when `target` exists and `overwrite` is off.
+    pub fn commit(
+        mut self,
+        target: &Path,
+        like: Option<&Metadata>,
+        overwrite: bool,
+    ) -> io::Result<()> {
+        self.file.flush()?;
+        let file = self.file.get_ref();
+        if let Some(meta) = like {
+            // Owner first: chown clears set-id bits, the mode then restores what is allowed.
+            // Only root may give a file away; others keep their own ownership silently.
+            let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+            file.set_permissions(meta.permissions())?;
+            let mut times = FileTimes::new().set_modified(meta.modified()?);
+            if let Ok(accessed) = meta.accessed() {
+                times = times.set_accessed(accessed);
+            }
+            file.set_times(times)?;
+        }
+        file.sync_all()?;
+        if overwrite {
+            fs::rename(&self.temp, target)?;
+        } else {
+            // A link fails if the target appeared meanwhile: never clobber without -f.
+            match fs::hard_link(&self.temp, target) {
+                Ok(()) => fs::remove_file(&self.temp)?,
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(err),
+                // File systems without hard links: check, then rename.
+                Err(_) if fs::symlink_metadata(target).is_ok() => {
+                    return Err(io::ErrorKind::AlreadyExists.into())
+                }
+                Err(_) => fs::rename(&self.temp, target)?,
+            }
+        }
+        self.committed = true;
+        // The rename itself must reach the disk before the caller deletes the input.
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        File::open(dir)?.sync_all()
+    }
+}
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_files(dir: &Path) -> Vec<PathBuf> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".zipwire-tmp"))
+            .collect()
+    }
+
+    #[test]
+    fn commit_moves_into_place_and_drop_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.gz");
+        let mut staged = Staged::create(&target).unwrap();
+        staged.write_all(b"data").unwrap();
+        assert!(!target.exists());
+        assert_eq!(temp_files(dir.path()).len(), 1);
+        staged.commit(&target, None, false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"data");
+        assert!(temp_files(dir.path()).is_empty());
+
+        let mut again = Staged::create(&target).unwrap();
+        again.write_all(b"other").unwrap();
+        let err = again.commit(&target, None, false).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&target).unwrap(), b"data");
+        assert!(temp_files(dir.path()).is_empty());
+
+        let abandoned = Staged::create(&target).unwrap();
+        drop(abandoned);
+        assert!(temp_files(dir.path()).is_empty());
+    }
+}
