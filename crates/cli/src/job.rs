@@ -23,6 +23,7 @@ const STDOUT_BUFFER: usize = 256 * 1024;
 /// Runs `options.mode` on each operand (`-` or none: standard input) and returns the worst
 /// status. Problems are reported on stderr as `program: FILE: problem`, one line each.
 pub fn run(options: &Options, operands: &[PathBuf]) -> Status {
+    crate::interrupt::install();
     let mut job = Job {
         options,
         status: Status::Success,
@@ -92,21 +93,12 @@ impl Job<'_> {
     /// Standard input to standard output (or `-o`).
     fn stdin(&mut self) {
         let compressing = self.options.mode == Mode::Compress;
-        if !self.options.force {
-            if compressing && self.options.output.is_none() && io::stdout().is_terminal() {
-                self.fail(
-                    "stdout",
-                    "compressed data not written to a terminal (use -f to force)",
-                );
-                return;
-            }
-            if !compressing && io::stdin().is_terminal() {
-                self.fail(
-                    "stdin",
-                    "compressed data not read from a terminal (use -f to force)",
-                );
-                return;
-            }
+        if !compressing && !self.options.force && io::stdin().is_terminal() {
+            self.fail(
+                "stdin",
+                "compressed data not read from a terminal (use -f to force)",
+            );
+            return;
         }
         let sink = match (&self.options.output, self.options.mode) {
             (_, Mode::Test | Mode::List) => Sink::Discard,
@@ -116,6 +108,9 @@ impl Job<'_> {
             },
             (None, _) => Sink::Stdout,
         };
+        if !self.may_write(&sink) {
+            return;
+        }
         let header = gzip::Header::minimal(self.options.level.get());
         self.process(Path::new("stdin"), io::stdin().lock(), None, sink, header);
     }
@@ -152,6 +147,9 @@ impl Job<'_> {
         let Some(sink) = self.sink_for(path, &meta) else {
             return;
         };
+        if !self.may_write(&sink) {
+            return;
+        }
         let input = match File::open(path) {
             Ok(file) => file,
             Err(err) => return self.fail(path, io_message(&err)),
@@ -178,6 +176,24 @@ impl Job<'_> {
             }
             self.path(&path);
         }
+    }
+
+    /// Refuses compressed data for a terminal without `-f`, and stops: it would only be
+    /// garbage on the screen, for this file and every other.
+    fn may_write(&mut self, sink: &Sink) -> bool {
+        let options = self.options;
+        let refused = options.mode == Mode::Compress
+            && !options.force
+            && matches!(sink, Sink::Stdout)
+            && io::stdout().is_terminal();
+        if refused {
+            self.fail(
+                "stdout",
+                "compressed data not written to a terminal (use -f to force)",
+            );
+            self.stopped = true;
+        }
+        !refused
     }
 
     /// Decides where `path`'s output goes, or reports why it is skipped.

@@ -27,6 +27,7 @@
 
 mod error;
 pub mod inflate;
+mod interrupt;
 mod job;
 mod list;
 pub mod member;

@@ -8,6 +8,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::interrupt;
+
 /// Buffer between the compressor and the file.
 const BUFFER: usize = 256 * 1024;
 
@@ -36,11 +38,20 @@ impl Staged {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let file = OpenOptions::new()
+        // Registered first: a signal between creating and registering would leave it behind.
+        interrupt::register(&temp);
+        let file = match OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&temp)?;
+            .open(&temp)
+        {
+            Ok(file) => file,
+            Err(err) => {
+                interrupt::unregister(&temp);
+                return Err(err);
+            }
+        };
         Ok(Staged {
             file: BufWriter::with_capacity(BUFFER, file),
             temp,
@@ -90,6 +101,7 @@ impl Staged {
             }
         }
         self.committed = true;
+        interrupt::unregister(&self.temp);
         // The rename itself must reach the disk before the caller deletes the input.
         let dir = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -117,6 +129,7 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_file(&self.temp);
+            interrupt::unregister(&self.temp);
         }
     }
 }

@@ -521,6 +521,17 @@ fn terminals_get_no_compressed_data_and_large_inputs_get_a_progress_bar() {
         shown.contains("compressed data not written to a terminal"),
         "{shown}"
     );
+    let refused = sb.run_program(
+        "script",
+        &["-qec", &format!("{BIN} compress -c t"), "/dev/null"],
+        None,
+    );
+    assert_eq!(refused.code, 1);
+    let shown = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        shown.contains("not written to a terminal") && !shown.contains('\u{1f}'),
+        "{shown}"
+    );
 
     sb.write("big", &text(24 << 20, 11));
     let bar = sb.run_program(
@@ -591,4 +602,36 @@ fn every_corpus_file_round_trips_through_the_files() {
     }
     assert!(count > 0 || !zipwire_testkit::is_ci());
     assert!(sb.names().is_empty(), "{:?}", sb.names());
+}
+
+#[test]
+fn an_interrupt_leaves_the_input_and_no_partial_output() {
+    let sb = Sandbox::new();
+    let data = text(48 << 20, 12);
+    sb.write("slow", &data);
+    // Level 9 on one thread takes seconds: time enough to interrupt it mid-file.
+    let mut child = Command::new(BIN)
+        .args(["compress", "-9", "-p", "1", "slow"])
+        .current_dir(sb.dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !sb.names().iter().any(|n| n.ends_with(".zipwire-tmp")) {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "no temporary file: {:?}",
+            sb.names()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(sb.names(), ["slow"]);
+    assert!(sb.read("slow") == data);
 }
