@@ -190,6 +190,10 @@ impl State {
 /// Room beyond `coalesce` reserved for the frame that crosses it.
 const COALESCE_SLACK: usize = 16 * 1024;
 
+/// Smallest growth of the input buffer, so a body arriving in small frames is not copied on
+/// every frame.
+const GROW_STEP: usize = 16 * 1024;
+
 /// A body that compresses another body as it streams.
 pub struct CompressBody<B> {
     inner: B,
@@ -232,6 +236,25 @@ impl<B> CompressBody<B> {
         self
     }
 
+    /// Makes room for `more` bytes of input. The buffer grows in steps with what arrives and
+    /// never past what a call needs (`coalesce`, or the body if it is known to be smaller,
+    /// plus the frame that crosses it), never by doubling: with hundreds of streams waiting
+    /// for their upstreams, half-filled buffers are most of the proxy's memory.
+    ///
+    /// `rest` is what the upstream body says is left after this frame, if it knows.
+    fn grow_pending(&mut self, more: usize, rest: Option<u64>) {
+        let need = self.pending.len() + more;
+        if need <= self.pending.capacity() {
+            return;
+        }
+        let body = rest.map_or(u64::MAX, |rest| rest.saturating_add(need as u64));
+        let call = (body.min(self.policy.coalesce as u64) as usize) + COALESCE_SLACK;
+        let target = need
+            .max(self.pending.capacity() + GROW_STEP)
+            .min(call.max(need));
+        self.pending.reserve_exact(target - self.pending.len());
+    }
+
     /// Runs one encoder call over the gathered input.
     fn compress(&mut self, is_final: bool) -> Bytes {
         let started = Instant::now();
@@ -263,8 +286,19 @@ impl<B> CompressBody<B> {
         debug_assert!(result.is_ok(), "encoder used after finish");
         self.meter
             .record(self.pending.len(), out.len(), started.elapsed());
-        self.pending.clear();
+        if is_final {
+            // Nothing more will be gathered: give the buffer back now rather than when the
+            // client has read the last frame.
+            self.pending = Vec::new();
+        } else {
+            self.pending.clear();
+        }
         self.timer = None;
+        // The frame waits in the connection's queue until the client reads it: do not keep the
+        // unused half of the estimate with it (shrinking in place costs no copy in practice).
+        if out.capacity() - out.len() > 4096 {
+            out.shrink_to_fit();
+        }
         Bytes::from(out)
     }
 }
@@ -290,15 +324,8 @@ where
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(mut data) => {
-                        if this.pending.capacity() == 0 {
-                            // Size the buffer once, for the body if it is known to be smaller,
-                            // so it never doubles past `coalesce`: with hundreds of open
-                            // streams that is most of the proxy's memory.
-                            let body = this.inner.size_hint().upper().unwrap_or(u64::MAX);
-                            let want = (body.min(this.policy.coalesce as u64) as usize)
-                                .max(bytes::Buf::remaining(&data));
-                            this.pending.reserve_exact(want + COALESCE_SLACK);
-                        }
+                        let rest = this.inner.size_hint().upper();
+                        this.grow_pending(bytes::Buf::remaining(&data), rest);
                         while bytes::Buf::has_remaining(&data) {
                             let chunk = bytes::Buf::chunk(&data);
                             this.pending.extend_from_slice(chunk);
@@ -557,6 +584,35 @@ mod tests {
         assert_eq!(frames_out, 5);
         assert_eq!(meter.bytes_in.load(Ordering::Relaxed), 300_000);
         assert_eq!(meter.bytes_out.load(Ordering::Relaxed), wire.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn the_input_buffer_grows_with_what_arrives_and_never_past_one_call() {
+        let (tx, upstream) = channel();
+        let (body, _) = compress_body(
+            upstream,
+            FlushPolicy {
+                coalesce: 64 * 1024,
+                delay: Duration::from_secs(60),
+            },
+        );
+        let mut body = Box::pin(body);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut most = 0;
+        for (i, chunk) in text(200_000).chunks(1_000).enumerate() {
+            tx.send(Ok(Frame::data(Bytes::copy_from_slice(chunk))))
+                .await
+                .expect("open");
+            let _ = body.as_mut().poll_frame(&mut cx);
+            let capacity = body.pending.capacity();
+            most = most.max(capacity);
+            if i == 4 {
+                // 5 KB arrived: one growth step, not a whole call's buffer.
+                assert_eq!(capacity, GROW_STEP);
+            }
+        }
+        assert!(most <= 64 * 1024 + COALESCE_SLACK, "{most}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -27,7 +27,7 @@ use crate::replay::{Replay, ReplayBody};
 use crate::settings::{Timeouts, Upstream};
 
 /// Read-buffer limit per upstream connection.
-const UPSTREAM_BUF_SIZE: usize = 64 * 1024;
+const UPSTREAM_BUF_SIZE: usize = 16 * 1024;
 
 /// The upstream servers and the pooled client that reaches them.
 #[derive(Debug)]
