@@ -287,6 +287,7 @@ impl Job<'_> {
                     level: options.level,
                     threads: options.threads,
                     header,
+                    block_size: member::BLOCK,
                 };
                 member::compress(input, output, &member, update).map(|t| (t, Trailing::Nothing))
             } else {

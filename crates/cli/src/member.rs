@@ -40,6 +40,9 @@ pub struct MemberOptions {
     pub threads: usize,
     /// The member's header.
     pub header: gzip::Header,
+    /// Uncompressed bytes per block: [`BLOCK`] unless a test wants many small blocks. The
+    /// output depends on it, so it is fixed for a given format of output.
+    pub block_size: usize,
 }
 
 /// What a member took and wrote.
@@ -75,7 +78,7 @@ pub fn compress<R: Read, W: Write + ?Sized>(
         },
         progress,
     };
-    let mut blocks = Blocks::new(&mut input);
+    let mut blocks = Blocks::new(&mut input, options.block_size.max(1));
     if options.threads <= 1 {
         let mut worker = Worker::new(options.level);
         while let Some(job) = blocks.next_job()? {
@@ -94,9 +97,10 @@ pub fn compress<R: Read, W: Write + ?Sized>(
     Ok(sink.totals)
 }
 
-/// Reads `BLOCK`-sized jobs, one block ahead so the last block is known to be last.
+/// Reads block-sized jobs, one block ahead so the last block is known to be last.
 struct Blocks<'r, R> {
     input: &'r mut R,
+    size: usize,
     ahead: Option<Vec<u8>>,
     /// The tail of the previous block, for stateful levels' dictionaries.
     tail: Vec<u8>,
@@ -104,9 +108,10 @@ struct Blocks<'r, R> {
 }
 
 impl<'r, R: Read> Blocks<'r, R> {
-    fn new(input: &'r mut R) -> Self {
+    fn new(input: &'r mut R, size: usize) -> Self {
         Blocks {
             input,
+            size,
             ahead: None,
             tail: Vec::new(),
             done: false,
@@ -120,12 +125,12 @@ impl<'r, R: Read> Blocks<'r, R> {
         }
         let current = match self.ahead.take() {
             Some(block) => block,
-            None => read_block(self.input)?,
+            None => read_block(self.input, self.size)?,
         };
-        let next = if current.len() < BLOCK {
+        let next = if current.len() < self.size {
             Vec::new()
         } else {
-            read_block(self.input)?
+            read_block(self.input, self.size)?
         };
         let last = next.is_empty();
         if last {
@@ -144,10 +149,10 @@ impl<'r, R: Read> Blocks<'r, R> {
 }
 
 /// Fills a block from `input`, short only at the end of the input.
-fn read_block<R: Read>(input: &mut R) -> Result<Vec<u8>, StreamError> {
-    let mut block = Vec::with_capacity(BLOCK);
+fn read_block<R: Read>(input: &mut R, size: usize) -> Result<Vec<u8>, StreamError> {
+    let mut block = Vec::with_capacity(size);
     input
-        .take(BLOCK as u64)
+        .take(size as u64)
         .read_to_end(&mut block)
         .map_err(StreamError::Read)?;
     Ok(block)
@@ -354,6 +359,7 @@ mod tests {
             level: Level::try_from(level).unwrap(),
             threads,
             header: gzip::Header::minimal(level),
+            block_size: BLOCK,
         };
         let mut out = Vec::new();
         let totals = compress(data, &mut out, &options, &mut |_| {}).unwrap();
@@ -378,6 +384,38 @@ mod tests {
                 decompress(Format::Gzip, &one, Limits::default()).unwrap(),
                 data
             );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Many small blocks: every seam (sync markers, the final block, combined CRC-32s,
+        /// dictionaries at 4-9) decodes with flate2 and gives the same bytes for any thread
+        /// count.
+        #[test]
+        fn small_blocks_stitch_into_one_valid_member(
+            input in zipwire_testkit::data_up_to(120_000),
+            block_size in 1usize..40_000,
+            level in proptest::sample::select(vec![1u8, 2, 3, 4, 6, 9]),
+        ) {
+            let member = |threads| {
+                let options = MemberOptions {
+                    level: Level::try_from(level).unwrap(),
+                    threads,
+                    header: gzip::Header::minimal(level),
+                    block_size,
+                };
+                let mut out = Vec::new();
+                compress(&input[..], &mut out, &options, &mut |_| {}).unwrap();
+                out
+            };
+            let one = member(1);
+            proptest::prop_assert!(one == member(3));
+            let mut plain = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&one[..]), &mut plain)
+                .unwrap();
+            proptest::prop_assert!(plain == *input);
         }
     }
 
@@ -412,6 +450,7 @@ mod tests {
                 level: Level::FASTEST,
                 threads,
                 header: gzip::Header::minimal(1),
+                block_size: BLOCK,
             };
             let mut out = Vec::new();
             let result = compress(Failing(3 * BLOCK), &mut out, &options, &mut |_| {});
