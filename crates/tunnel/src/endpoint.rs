@@ -1,0 +1,307 @@
+//! The two ends: a server that accepts tunnel connections and forwards them to its one
+//! configured target (never anywhere a client names: it is no open proxy), and a client that
+//! accepts local connections and carries each over its own tunnel connection.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::{ClientConfig, ServerConfig};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tracing::{debug, info, warn};
+
+use crate::handshake::{self, Hello, Status, CODEC_ZSTD};
+use crate::relay::{relay, Shared};
+use crate::stats::Stats;
+use crate::tls;
+
+/// Time allowed for connecting, TLS and the hello.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Unsent bytes a tunnel socket may hold before writes wait (`TCP_NOTSENT_LOWAT`): small
+/// enough that the writer's queue sees the link's back-pressure, large enough to keep a
+/// fast link busy between two wake-ups.
+pub const NOTSENT_LOWAT: u32 = 128 * 1024;
+
+/// The codecs this build decodes.
+const OUR_CODECS: u8 = CODEC_ZSTD;
+
+/// A tunnel server, bound and ready to run.
+pub struct Server {
+    listener: TcpListener,
+    forward: String,
+    tls: TlsAcceptor,
+    token: Arc<Vec<u8>>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Binds `listen`; connections will be forwarded to `forward` (`host:port`).
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound.
+    pub async fn bind(
+        listen: SocketAddr,
+        forward: String,
+        tls: Arc<ServerConfig>,
+        token: Vec<u8>,
+        shared: Shared,
+    ) -> io::Result<Server> {
+        Ok(Server {
+            listener: TcpListener::bind(listen).await?,
+            forward,
+            tls: TlsAcceptor::from(tls),
+            token: Arc::new(token),
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpListener::local_addr`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The counters of all its connections.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Accepts connections until the task is dropped.
+    ///
+    /// # Errors
+    ///
+    /// Only when accepting fails for a reason other than a transient one.
+    pub async fn run(self) -> io::Result<()> {
+        loop {
+            let (tcp, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) if is_transient(&e) => {
+                    warn!(error = %e, "accept failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let tls = self.tls.clone();
+            let token = self.token.clone();
+            let forward = self.forward.clone();
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                serve(tcp, peer, tls, &token, &forward, shared).await;
+            });
+        }
+    }
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    ) || e
+        .raw_os_error()
+        .is_some_and(|code| code == 24 || code == 23) // EMFILE, ENFILE
+}
+
+fn tune(tcp: &TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let _ = socket2::SockRef::from(tcp).set_tcp_notsent_lowat(NOTSENT_LOWAT);
+}
+
+async fn serve(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    tls: TlsAcceptor,
+    token: &[u8],
+    forward: &str,
+    shared: Arc<Shared>,
+) {
+    tune(&tcp);
+    let mut stream = match timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            warn!(%peer, error = %e, "TLS handshake failed; closing");
+            return;
+        }
+        Err(_) => {
+            warn!(%peer, "TLS handshake timed out; closing");
+            return;
+        }
+    };
+    let hello = match timeout(HANDSHAKE_TIMEOUT, Hello::read(&mut stream)).await {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(e)) => {
+            warn!(%peer, error = %e, "authentication failed: bad hello; closing");
+            return;
+        }
+        Err(_) => {
+            warn!(%peer, "authentication failed: no hello in time; closing");
+            return;
+        }
+    };
+    if !handshake::token_matches(&hello.token, token) {
+        warn!(%peer, "authentication failed: wrong token; closing");
+        let _ = stream.write_all(&handshake::reply(Status::Denied, 0)).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
+    let target = match timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(forward)).await {
+        Ok(Ok(target)) => target,
+        Ok(Err(e)) => {
+            warn!(%peer, forward, error = %e, "forward target unreachable");
+            let _ = stream
+                .write_all(&handshake::reply(Status::Unreachable, 0))
+                .await;
+            let _ = stream.shutdown().await;
+            return;
+        }
+        Err(_) => {
+            warn!(%peer, forward, "forward target timed out");
+            let _ = stream
+                .write_all(&handshake::reply(Status::Unreachable, 0))
+                .await;
+            let _ = stream.shutdown().await;
+            return;
+        }
+    };
+    let _ = target.set_nodelay(true);
+    let codecs = hello.codecs & OUR_CODECS;
+    if let Err(e) = stream
+        .write_all(&handshake::reply(Status::Ok, codecs))
+        .await
+    {
+        warn!(%peer, error = %e, "connection lost after authentication");
+        return;
+    }
+    info!(%peer, forward, "tunnel connection authenticated");
+    match relay(target, stream, codecs & CODEC_ZSTD != 0, shared).await {
+        Ok(()) => debug!(%peer, "tunnel connection closed"),
+        Err(e) => warn!(%peer, error = %e, "tunnel connection failed"),
+    }
+}
+
+/// A tunnel client, bound and ready to run.
+pub struct Client {
+    listener: TcpListener,
+    server: String,
+    tls: TlsConnector,
+    token: Arc<Vec<u8>>,
+    shared: Arc<Shared>,
+}
+
+impl Client {
+    /// Binds `listen`; each connection accepted there is carried to `server` (`host:port`).
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound.
+    pub async fn bind(
+        listen: SocketAddr,
+        server: String,
+        tls: Arc<ClientConfig>,
+        token: Vec<u8>,
+        shared: Shared,
+    ) -> io::Result<Client> {
+        Ok(Client {
+            listener: TcpListener::bind(listen).await?,
+            server,
+            tls: TlsConnector::from(tls),
+            token: Arc::new(token),
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpListener::local_addr`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The counters of all its connections.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Accepts local connections until the task is dropped.
+    ///
+    /// # Errors
+    ///
+    /// Only when accepting fails for a reason other than a transient one.
+    pub async fn run(self) -> io::Result<()> {
+        loop {
+            let (local, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) if is_transient(&e) => {
+                    warn!(error = %e, "accept failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let tls = self.tls.clone();
+            let token = self.token.clone();
+            let server = self.server.clone();
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                let _ = local.set_nodelay(true);
+                match connect(&server, &tls, &token).await {
+                    Ok((stream, zstd)) => match relay(local, stream, zstd, shared).await {
+                        Ok(()) => debug!(%peer, "forwarded connection closed"),
+                        Err(e) => warn!(%peer, error = %e, "forwarded connection failed"),
+                    },
+                    Err(e) => {
+                        warn!(%peer, server, error = %e, "could not open a tunnel; closing the connection");
+                        let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Connects, checks the pin (in the TLS config) and authenticates; returns the stream and
+/// whether the server decodes zstd.
+async fn connect(
+    server: &str,
+    tls: &TlsConnector,
+    token: &[u8],
+) -> io::Result<(tokio_rustls::client::TlsStream<TcpStream>, bool)> {
+    let attempt = async {
+        let tcp = TcpStream::connect(server).await?;
+        tune(&tcp);
+        let mut stream = tls.connect(tls::server_name(), tcp).await?;
+        let hello = Hello {
+            codecs: OUR_CODECS,
+            token: token.to_vec(),
+        };
+        stream
+            .write_all(&hello.to_bytes().map_err(io::Error::other)?)
+            .await?;
+        stream.flush().await?;
+        let codecs = handshake::read_reply(&mut stream)
+            .await
+            .map_err(io::Error::other)?;
+        Ok((stream, codecs & CODEC_ZSTD != 0))
+    };
+    timeout(HANDSHAKE_TIMEOUT, attempt)
+        .await
+        .unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "tunnel handshake timed out",
+            ))
+        })
+}

@@ -1,0 +1,57 @@
+//! zipwire's tunnel: an authenticated, encrypted TCP tunnel (like `ssh -L` with `-C`) that
+//! compresses block by block only when it pays.
+//!
+//! # Brief overview
+//!
+//! - [`endpoint::Server`] and [`endpoint::Client`]: the two ends. Each TCP connection the
+//!   client accepts travels over its own TLS 1.3 connection to the server, which forwards it
+//!   to its one configured target.
+//! - [`tls`]: rustls configurations; the client pins the server certificate's SHA-256
+//!   ([`tls::Fingerprint`]), as ssh's known_hosts pins a host key. [`keygen`] makes the
+//!   certificate, key and token.
+//! - [`handshake`]: the client's token, compared in constant time, before any byte is
+//!   forwarded; codec negotiation.
+//! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
+//! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
+//!   numbers, a sampled entropy, past failures, and the writer's queue (which shows whether
+//!   the link or the compressor limits).
+//! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
+//!   zlib-rs (windowed deflate) and zstd.
+//! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report.
+//!
+//! # Security
+//!
+//! Compression runs inside the encryption, and every compression window (windowed deflate,
+//! zstd) belongs to one direction of one forwarded connection: no two forwarded connections
+//! ever share one, so a client cannot learn another connection's secrets from compressed
+//! lengths the way CRIME did with TLS compression. Within one connection the usual caveat of
+//! compression over encryption remains: if an attacker can inject chosen bytes into a stream
+//! that also carries a secret and observe the ciphertext lengths, lengths leak; use
+//! `--level raw` for such traffic.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use zipwire_tunnel::{endpoint::Server, policy::Choice, relay::Shared, tls};
+//! let config = tls::server_config("cert.pem".as_ref(), "key.pem".as_ref())?;
+//! let token = zipwire_tunnel::keygen::read_token("token".as_ref())?;
+//! let shared = Shared::new(Choice::Auto, 128 * 1024, None);
+//! let server = Server::bind("0.0.0.0:7443".parse().unwrap(), "127.0.0.1:22".into(), config, token, shared).await?;
+//! server.run().await
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod blocks;
+pub mod detect;
+pub mod endpoint;
+pub mod frame;
+pub mod handshake;
+pub mod keygen;
+pub mod policy;
+pub mod relay;
+pub mod stats;
+pub mod tls;
