@@ -25,7 +25,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Unsent bytes a tunnel socket may hold before writes wait (`TCP_NOTSENT_LOWAT`): small
 /// enough that the writer's queue sees the link's back-pressure, large enough to keep a
 /// fast link busy between two wake-ups.
-pub const NOTSENT_LOWAT: u32 = 128 * 1024;
+pub const NOTSENT_LOWAT: u32 = 32 * 1024;
 
 /// The codecs this build decodes.
 const OUR_CODECS: u8 = CODEC_ZSTD;

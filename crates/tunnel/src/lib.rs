@@ -13,7 +13,7 @@
 //!   forwarded; codec negotiation.
 //! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
 //! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
-//!   numbers, a sampled entropy, past failures, and the writer's queue (which shows whether
+//!   numbers, a sampled entropy, past failures, and whether the writer waits for frames (which shows whether
 //!   the link or the compressor limits).
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.

@@ -12,14 +12,17 @@
 //!   than the compressor this interleaves raw and compressed blocks so that delivered bytes/s
 //!   ≈ link + compressor × (1 − 1/ratio), above both "always raw" and "always compress".
 //! - **Match the link.** Every [`EVAL_BLOCKS`] full blocks it moves along a ladder of
-//!   methods (fastest first): up when the compressor mostly waited for the link (the writer's
-//!   queue was full: ratio is worth more than speed), down when blocks often went raw because
-//!   the link was idle (the compressor is the bottleneck). The queue is the measurement: it
-//!   is full exactly when the link, not the compressor, limits (the socket's send buffer is
-//!   kept small with `TCP_NOTSENT_LOWAT`, so the queue sees the link's back-pressure).
+//!   methods (fastest first): up when the compressor spent more time waiting for the link
+//!   (the writer's queue was full) than compressing (ratio is worth more than speed there),
+//!   down when blocks often went raw because the link was idle (the compressor is the
+//!   bottleneck). The queue is the measurement: it is full exactly when the link, not the
+//!   compressor, limits (the socket's unsent bytes are capped with `TCP_NOTSENT_LOWAT`, so
+//!   the queue sees the link's back-pressure).
 //! - Small blocks (the source paused before a block filled, as interactive traffic does)
 //!   are compressed at the current level: the link is not the bottleneck then, and fewer bytes
 //!   still mean less latency on a slow link.
+
+use std::time::Duration;
 
 use crate::detect::{self, Verdict};
 use crate::frame::{Codec, Method};
@@ -116,7 +119,8 @@ pub struct Policy {
     failures: u32,
     skip_left: u32,
     seen: u32,
-    stalled: u32,
+    waited: Duration,
+    worked: Duration,
     idle: u32,
 }
 
@@ -131,7 +135,8 @@ impl Policy {
             failures: 0,
             skip_left: 0,
             seen: 0,
-            stalled: 0,
+            waited: Duration::ZERO,
+            worked: Duration::ZERO,
             idle: 0,
         }
     }
@@ -181,26 +186,28 @@ impl Policy {
         worth
     }
 
-    /// Records how a full block went: whether the writer's queue was full when its frame was
-    /// handed over (`stalled`) and whether it went raw for an idle link. Moves along the
-    /// ladder every [`EVAL_BLOCKS`] such blocks.
-    pub fn full_block_sent(&mut self, stalled: bool, idle_raw: bool) {
+    /// Records how a full block went: how long its frame waited for room in the writer's
+    /// queue (`waited`), how long compressing it took (`worked`) and whether it went raw for
+    /// an idle link. Moves along the ladder every [`EVAL_BLOCKS`] such blocks.
+    pub fn full_block_sent(&mut self, waited: Duration, worked: Duration, idle_raw: bool) {
         if self.choice != Choice::Auto {
             return;
         }
         self.seen += 1;
-        self.stalled += u32::from(stalled);
+        self.waited += waited;
+        self.worked += worked;
         self.idle += u32::from(idle_raw);
         if self.seen < EVAL_BLOCKS {
             return;
         }
         if self.idle >= EVAL_BLOCKS / 4 {
             self.rung = self.rung.saturating_sub(1);
-        } else if self.stalled >= EVAL_BLOCKS * 3 / 4 && self.rung + 1 < self.ladder.len() {
+        } else if self.waited > self.worked && self.rung + 1 < self.ladder.len() {
             self.rung += 1;
         }
         self.seen = 0;
-        self.stalled = 0;
+        self.waited = Duration::ZERO;
+        self.worked = Duration::ZERO;
         self.idle = 0;
     }
 }
@@ -256,14 +263,14 @@ mod tests {
                 policy.decide(&block, full(false)),
                 Decision::Compress(_)
             ));
-            policy.full_block_sent(true, false);
+            policy.full_block_sent(Duration::from_millis(3), Duration::from_millis(1), false);
         }
         let climbed = policy.method();
         assert!(climbed > start, "{climbed} after {start}");
         for _ in 0..EVAL_BLOCKS * 2 {
             let idle_raw = policy.decide(&block, full(true)) == Decision::Raw(RawReason::LinkIdle);
             assert!(idle_raw);
-            policy.full_block_sent(false, idle_raw);
+            policy.full_block_sent(Duration::ZERO, Duration::ZERO, idle_raw);
         }
         assert!(policy.method() < climbed);
     }

@@ -4,8 +4,9 @@
 //! - The **sender** reads what the local side has ready (up to a block; it flushes when no
 //!   more input is ready rather than per packet), asks the [`Policy`], compresses off the
 //!   async threads and hands the frame to the writer.
-//! - The **writer** owns the TLS write half. The bytes it has been handed but not yet written
-//!   are the queue the policy watches: empty means the link is waiting for the compressor.
+//! - The **writer** owns the TLS write half. Whether it is waiting for a frame (rather than
+//!   for the socket) is what the policy watches: waiting means the link could take data now
+//!   and no compressed block is ready.
 //! - The **receiver** reads frames, decodes them and writes the bytes to the local side.
 //!
 //! An end frame half-closes the local side, so half-close propagates. Any error (a local
@@ -15,12 +16,11 @@
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use zipwire_adapt::Budget;
@@ -133,6 +133,45 @@ impl fmt::Display for RelayError {
 
 impl std::error::Error for RelayError {}
 
+/// The forwarded connection, shared by the sender and the receiver. Unlike tokio's owned
+/// halves, dropping it never half-closes the socket: a failed connection must end with a
+/// reset, and a FIN sent on drop would reach the application first and look like a clean end.
+#[derive(Clone)]
+struct Local(Arc<TcpStream>);
+
+impl Local {
+    async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            self.0.readable().await?;
+            match self.0.try_read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                result => return result,
+            }
+        }
+    }
+
+    async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            self.0.writable().await?;
+            match self.0.try_write(buf) {
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        socket2::SockRef::from(&*self.0).shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Makes the last close send a reset instead of a clean end.
+    fn reset_on_close(&self) {
+        let _ = socket2::SockRef::from(&*self.0).set_linger(Some(Duration::ZERO));
+    }
+}
+
 /// What the writer is handed.
 enum Outgoing {
     Frame(Vec<u8>),
@@ -155,71 +194,80 @@ pub async fn relay<S>(
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    // A second handle on the local socket, to reset it whatever the loops did with theirs.
-    let reset_handle = socket2::SockRef::from(&local).try_clone().ok();
-    let (local_r, local_w) = local.into_split();
+    let local = Local(Arc::new(local));
     let (tunnel_r, tunnel_w) = tokio::io::split(tunnel);
-    let queued = Arc::new(AtomicUsize::new(0));
+    let writer_waiting = Arc::new(AtomicBool::new(true));
     let (tx, rx) = mpsc::channel(QUEUE_FRAMES);
     let (cancel, cancelled) = watch::channel(false);
 
     let policy = Policy::new(shared.choice.clone(), zstd);
-    let sender = send_loop(local_r, tx.clone(), queued.clone(), policy, shared.clone());
-    let receiver = receive_loop(tunnel_r, local_w, tx, shared.clone());
-    let writer = write_loop(tunnel_w, rx, queued);
-
-    let (sent, received, written) = tokio::join!(
-        until_cancelled(sender, &cancel, cancelled.clone(), Duration::ZERO),
-        until_cancelled(receiver, &cancel, cancelled.clone(), Duration::ZERO),
-        until_cancelled(writer, &cancel, cancelled, FLUSH_GRACE),
+    let sender = send_loop(
+        local.clone(),
+        tx.clone(),
+        writer_waiting.clone(),
+        policy,
+        shared.clone(),
     );
-    let first_error = [sent, received, written]
+    let receiver = receive_loop(tunnel_r, local.clone(), tx, shared.clone());
+    let writer = write_loop(tunnel_w, rx, writer_waiting);
+
+    let stop = Stop {
+        cancel: &cancel,
+        cancelled,
+        local: &local,
+    };
+    let (sent, received, written) = tokio::join!(
+        stop.run(sender, Duration::ZERO),
+        stop.run(receiver, Duration::ZERO),
+        stop.run(writer, FLUSH_GRACE),
+    );
+    [sent, received, written]
         .into_iter()
         .filter_map(Result::err)
-        .find(|e| !matches!(e, RelayError::Cancelled));
-    match first_error {
-        None => Ok(()),
-        Some(error) => {
-            if let Some(socket) = reset_handle {
-                // Linger 0: the last close sends a reset, not a clean end.
-                let _ = socket.set_linger(Some(Duration::ZERO));
-            }
-            Err(error)
-        }
-    }
+        .find(|e| !matches!(e, RelayError::Cancelled))
+        .map_or(Ok(()), Err)
 }
 
-/// Runs `task`; if it fails, tells the others to stop. Stops it `grace` after another one
-/// failed.
-async fn until_cancelled<F>(
-    task: F,
-    cancel: &watch::Sender<bool>,
-    mut cancelled: watch::Receiver<bool>,
-    grace: Duration,
-) -> Result<(), RelayError>
-where
-    F: std::future::Future<Output = Result<(), RelayError>>,
-{
-    let stop = async {
-        let _ = cancelled.wait_for(|c| *c).await;
-        tokio::time::sleep(grace).await;
-    };
-    let result = tokio::select! {
-        result = task => result,
-        () = stop => Err(RelayError::Cancelled),
-    };
-    if result.is_err() {
-        let _ = cancel.send(true);
+/// Stops a connection's loops together.
+struct Stop<'a> {
+    cancel: &'a watch::Sender<bool>,
+    cancelled: watch::Receiver<bool>,
+    local: &'a Local,
+}
+
+impl Stop<'_> {
+    /// Runs `task`; if it fails, arms the reset of the local connection (before any other
+    /// loop can let go of it) and tells the others to stop. Stops `task` itself `grace`
+    /// after another loop failed.
+    async fn run<F>(&self, task: F, grace: Duration) -> Result<(), RelayError>
+    where
+        F: std::future::Future<Output = Result<(), RelayError>>,
+    {
+        let mut cancelled = self.cancelled.clone();
+        let stop = async {
+            let _ = cancelled.wait_for(|c| *c).await;
+            tokio::time::sleep(grace).await;
+        };
+        let result = tokio::select! {
+            result = task => result,
+            () = stop => Err(RelayError::Cancelled),
+        };
+        if let Err(error) = &result {
+            if !matches!(error, RelayError::Cancelled) {
+                self.local.reset_on_close();
+            }
+            let _ = self.cancel.send(true);
+        }
+        result
     }
-    result
 }
 
 /// Reads up to one block: waits for the first bytes, then takes what else is ready without
 /// waiting. Returns 0 at the end of the stream.
-async fn read_block(local: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<usize> {
+async fn read_block(local: &Local, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = local.read(buf).await?;
     while filled > 0 && filled < buf.len() {
-        match local.try_read(&mut buf[filled..]) {
+        match local.0.try_read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -230,9 +278,9 @@ async fn read_block(local: &mut OwnedReadHalf, buf: &mut [u8]) -> io::Result<usi
 }
 
 async fn send_loop(
-    mut local: OwnedReadHalf,
+    local: Local,
     tx: mpsc::Sender<Outgoing>,
-    queued: Arc<AtomicUsize>,
+    writer_waiting: Arc<AtomicBool>,
     mut policy: Policy,
     shared: Arc<Shared>,
 ) -> Result<(), RelayError> {
@@ -240,7 +288,7 @@ async fn send_loop(
     let mut block = vec![0u8; shared.block_size];
     loop {
         block.resize(shared.block_size, 0);
-        let n = match read_block(&mut local, &mut block).await {
+        let n = match read_block(&local, &mut block).await {
             Ok(n) => n,
             Err(e) => {
                 let _ = tx
@@ -256,7 +304,7 @@ async fn send_loop(
         block.truncate(n);
         let signals = Signals {
             full: n == shared.block_size,
-            link_idle: queued.load(Ordering::Acquire) == 0,
+            link_idle: writer_waiting.load(Ordering::Acquire),
             cpu_throttled: shared.budget.is_some() && shared.throttled(),
         };
         let decision = policy.decide(&block, signals);
@@ -287,17 +335,17 @@ async fn send_loop(
             }
         };
         shared.stats.sent(method, n, frame.len(), time, reason);
-        queued.fetch_add(frame.len(), Ordering::AcqRel);
-        let stalled = match tx.try_send(Outgoing::Frame(frame)) {
-            Ok(()) => false,
+        let waited = match tx.try_send(Outgoing::Frame(frame)) {
+            Ok(()) => Duration::ZERO,
             Err(mpsc::error::TrySendError::Full(frame)) => {
+                let start = Instant::now();
                 tx.send(frame).await.map_err(|_| RelayError::Cancelled)?;
-                true
+                start.elapsed()
             }
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(RelayError::Cancelled),
         };
         if signals.full {
-            policy.full_block_sent(stalled, reason == Some(RawReason::LinkIdle));
+            policy.full_block_sent(waited, time, reason == Some(RawReason::LinkIdle));
         }
     }
 }
@@ -333,15 +381,21 @@ async fn compress(
 async fn write_loop<W: AsyncWrite>(
     tunnel: tokio::io::WriteHalf<W>,
     mut rx: mpsc::Receiver<Outgoing>,
-    queued: Arc<AtomicUsize>,
+    waiting: Arc<AtomicBool>,
 ) -> Result<(), RelayError> {
     let mut tunnel = tunnel;
-    while let Some(message) = rx.recv().await {
+    loop {
+        if rx.is_empty() {
+            waiting.store(true, Ordering::Release);
+        }
+        let Some(message) = rx.recv().await else {
+            break;
+        };
+        waiting.store(false, Ordering::Release);
         let aborting = matches!(message, Outgoing::Abort(_));
         match message {
             Outgoing::Frame(bytes) => {
                 tunnel.write_all(&bytes).await.map_err(RelayError::Tunnel)?;
-                queued.fetch_sub(bytes.len(), Ordering::AcqRel);
             }
             Outgoing::End => {
                 let mut end = Vec::new();
@@ -395,7 +449,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
 async fn receive_loop<R: AsyncRead>(
     tunnel: tokio::io::ReadHalf<R>,
-    mut local: OwnedWriteHalf,
+    local: Local,
     tx: mpsc::Sender<Outgoing>,
     shared: Arc<Shared>,
 ) -> Result<(), RelayError> {
@@ -422,7 +476,7 @@ async fn receive_loop<R: AsyncRead>(
             let header = match head {
                 Head::End => {
                     reader.pos += used;
-                    local.shutdown().await.map_err(RelayError::LocalWrite)?;
+                    local.shutdown_write().map_err(RelayError::LocalWrite)?;
                     return Ok(());
                 }
                 Head::Abort(reason) => return Err(RelayError::PeerAborted(reason)),

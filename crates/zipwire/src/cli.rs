@@ -1,5 +1,5 @@
-//! Command-line flags (clap). Each subcommand's arguments are a struct of their own, so adding
-//! `tunnel` is one more [`Command`] variant.
+//! Command-line flags (clap). Each subcommand's arguments are a struct of their own, so a new
+//! subcommand is one more [`Command`] variant.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use http::uri::Authority;
 
 use crate::gzip::FileArgs;
 use crate::proxy::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
+use crate::tunnel::TunnelArgs;
 
 /// Compression offload for data in transit.
 #[derive(Debug, Parser)]
@@ -38,6 +39,8 @@ pub enum Command {
     Compress(FileArgs),
     /// Decompress files like gunzip (FILE.gz becomes FILE); same flags as compress.
     Decompress(FileArgs),
+    /// Encrypted TCP tunnel (like `ssh -L -C`) that compresses only when it pays.
+    Tunnel(TunnelArgs),
 }
 
 /// `zipwire demo`.

@@ -2,7 +2,7 @@
 //!
 //! The binary only parses flags, dispatches to a subcommand and maps errors to exit codes; the
 //! work lives in the library crates. Subcommands today: `demo`, `proxy`, `compress`,
-//! `decompress`, `bench codec`; run as `gzip`, `gunzip` or `zcat` it is that command.
+//! `decompress`, `tunnel`, `bench codec`; run as `gzip`, `gunzip` or `zcat` it is that command.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +13,7 @@ mod gzip;
 mod logging;
 mod proxy;
 mod sample;
+mod tunnel;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -50,6 +51,7 @@ fn run() -> anyhow::Result<ExitCode> {
             args.decompress = true;
             gzip::run(&args, cli.verbose > 0, "zipwire")
         }
+        Command::Tunnel(args) => tunnel::run(&args, cli.verbose > 0, &mut out)?,
     };
     out.flush()?;
     Ok(code)

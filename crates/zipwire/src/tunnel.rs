@@ -1,0 +1,233 @@
+//! `zipwire tunnel keygen|server|client`: flags, the runtime, signals and the stats report.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use zipwire_adapt::{Budget, BudgetSpec};
+use zipwire_tunnel::endpoint::{Client, Server};
+use zipwire_tunnel::frame::{Codec, Method};
+use zipwire_tunnel::policy::Choice;
+use zipwire_tunnel::relay::Shared;
+use zipwire_tunnel::stats::Stats;
+use zipwire_tunnel::tls::{self, Fingerprint};
+
+use crate::proxy::{parse_percent, parse_socket_addr};
+
+/// `zipwire tunnel`: which end.
+#[derive(Debug, Args)]
+pub struct TunnelArgs {
+    /// The end to run.
+    #[command(subcommand)]
+    pub role: Role,
+}
+
+/// The tunnel's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Role {
+    /// Write DIR/cert.pem, DIR/key.pem and DIR/token (both 0600) and print the certificate's
+    /// fingerprint, for the client's --pin.
+    Keygen {
+        /// Directory to write to (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Accept tunnel connections and forward each to --forward.
+    Server(ServerArgs),
+    /// Accept local connections and carry each through the tunnel to the server's target.
+    Client(ClientArgs),
+}
+
+/// What both ends share.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// File holding the shared token (from keygen).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: PathBuf,
+
+    /// Compression: auto (adaptive), raw, 1-3 (stateless deflate), 4-9 (deflate with a
+    /// window) or zstd:N (1-19).
+    #[arg(long, value_name = "LEVEL", default_value = "auto", value_parser = parse_choice)]
+    pub level: Choice,
+
+    /// Percent of one core compression may use; past it blocks go raw [default: no limit]
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub max_cpu: Option<f64>,
+
+    /// Bytes per block, 16k to 256k.
+    #[arg(long, value_name = "BYTES", default_value = "128k", value_parser = parse_block)]
+    pub block_size: usize,
+}
+
+/// `zipwire tunnel server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to accept tunnel connections on.
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
+    pub listen: SocketAddr,
+    /// The one target every tunnel connection is forwarded to (HOST:PORT).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub forward: String,
+    /// The server's certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub cert: PathBuf,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    /// Flags both ends share.
+    pub common: Common,
+}
+
+/// `zipwire tunnel client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Local address to accept connections on.
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
+    pub listen: SocketAddr,
+    /// The tunnel server (HOST:PORT).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub server: String,
+    /// The server certificate's fingerprint, SHA256:<hex>, as keygen printed it.
+    #[arg(long, value_name = "SHA256:HEX", value_parser = parse_pin)]
+    pub pin: Fingerprint,
+    #[command(flatten)]
+    /// Flags both ends share.
+    pub common: Common,
+}
+
+fn parse_pin(text: &str) -> Result<Fingerprint, String> {
+    text.parse()
+}
+
+/// `auto`, `raw` (or 0), `1`-`9`, `zstd:N`.
+fn parse_choice(text: &str) -> Result<Choice, String> {
+    let bad = || format!("'{text}' is not auto, raw, 1-9 or zstd:1-19");
+    let method = match text {
+        "auto" => return Ok(Choice::Auto),
+        "raw" | "0" => Method::RAW,
+        _ => {
+            if let Some(level) = text.strip_prefix("zstd:") {
+                let level = level.parse().map_err(|_| bad())?;
+                Method::new(Codec::Zstd, level).ok_or_else(bad)?
+            } else {
+                let level: u8 = text.parse().map_err(|_| bad())?;
+                let codec = if level <= 3 {
+                    Codec::Deflate
+                } else {
+                    Codec::DeflateWindow
+                };
+                Method::new(codec, level).ok_or_else(bad)?
+            }
+        }
+    };
+    Ok(Choice::Fixed(method))
+}
+
+fn parse_block(text: &str) -> Result<usize, String> {
+    let size = crate::proxy::parse_size(text)?;
+    if (16 * 1024..=256 * 1024).contains(&size) {
+        Ok(size as usize)
+    } else {
+        Err(format!("block size {text} is not within 16k-256k"))
+    }
+}
+
+/// Runs a tunnel subcommand.
+pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    match &args.role {
+        Role::Keygen { out: dir, force } => {
+            let fp = zipwire_tunnel::keygen::keygen(dir, *force)
+                .with_context(|| format!("writing keys to {}", dir.display()))?;
+            writeln!(out, "{fp}")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Role::Server(a) => {
+            let tls = tls::server_config(&a.cert, &a.key)?;
+            let (token, shared) = prepare(&a.common)?;
+            let runtime = runtime()?;
+            let server = runtime
+                .block_on(Server::bind(
+                    a.listen,
+                    a.forward.clone(),
+                    tls,
+                    token,
+                    shared,
+                ))
+                .with_context(|| format!("listening on {}", a.listen))?;
+            tracing::info!(listen = %server.local_addr()?, forward = a.forward, "tunnel server ready");
+            let stats = server.stats();
+            serve(&runtime, server.run(), &stats, verbose)
+        }
+        Role::Client(a) => {
+            let tls = tls::client_config(a.pin)?;
+            let (token, shared) = prepare(&a.common)?;
+            let runtime = runtime()?;
+            let client = runtime
+                .block_on(Client::bind(a.listen, a.server.clone(), tls, token, shared))
+                .with_context(|| format!("listening on {}", a.listen))?;
+            tracing::info!(listen = %client.local_addr()?, server = a.server, "tunnel client ready");
+            let stats = client.stats();
+            serve(&runtime, client.run(), &stats, verbose)
+        }
+    }
+}
+
+fn prepare(common: &Common) -> anyhow::Result<(Vec<u8>, Shared)> {
+    let token = zipwire_tunnel::keygen::read_token(Path::new(&common.token_file))?;
+    let budget = common.max_cpu.map(|max_cpu| {
+        Budget::new(BudgetSpec {
+            max_cpu: Some(max_cpu),
+            ..BudgetSpec::default()
+        })
+    });
+    Ok((
+        token,
+        Shared::new(common.level.clone(), common.block_size, budget),
+    ))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")
+}
+
+/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit.
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    endpoint: impl std::future::Future<Output = std::io::Result<()>>,
+    stats: &Arc<Stats>,
+    verbose: bool,
+) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let result = runtime.block_on(async {
+        let mut usr1 = signal(SignalKind::user_defined1())?;
+        let mut term = signal(SignalKind::terminate())?;
+        let report = stats.clone();
+        let reporter = async move {
+            while usr1.recv().await.is_some() {
+                eprint!("{}", report.report());
+            }
+        };
+        tokio::select! {
+            result = endpoint => result,
+            () = reporter => Ok(()),
+            _ = tokio::signal::ctrl_c() => Ok(()),
+            _ = term.recv() => Ok(()),
+        }
+    });
+    if verbose {
+        eprint!("{}", stats.report());
+    }
+    result.context("tunnel")?;
+    Ok(ExitCode::SUCCESS)
+}
