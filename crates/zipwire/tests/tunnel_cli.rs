@@ -1,0 +1,209 @@
+//! `zipwire tunnel` as users run it: keygen, a server and clients as processes, and what they
+//! log when something is refused.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zipwire");
+
+/// A process killed on drop, its stderr captured to a file.
+struct Running {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(args: &[&str], log: &Path) -> Running {
+        let file = std::fs::File::create(log).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Running {
+            child,
+            log: log.to_owned(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log contains `text`.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            if log.contains(text) {
+                return log;
+            }
+            assert!(Instant::now() < deadline, "no {text:?} in:\n{log}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// An echo target on a thread; returns its address.
+fn echo_target() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = stream.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    addr
+}
+
+/// Connects to `addr` (retrying while it starts), sends `data`, half-closes, reads all back.
+fn exchange(addr: &str, data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut stream = loop {
+        match TcpStream::connect(addr) {
+            Ok(s) => break s,
+            Err(e) if Instant::now() > deadline => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+    let mut writer = stream.try_clone()?;
+    let data = data.to_vec();
+    let sending = std::thread::spawn(move || {
+        let result = writer.write_all(&data);
+        let _ = writer.shutdown(Shutdown::Write);
+        result
+    });
+    let mut back = Vec::new();
+    let read = stream.read_to_end(&mut back);
+    let _ = sending.join();
+    read.map(|_| back)
+}
+
+#[test]
+fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let out = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(pin.starts_with("SHA256:") && pin.len() == 71, "{pin}");
+    let again = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "keygen overwrote existing keys");
+
+    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
+    let target = echo_target();
+    let server_addr = free_port();
+    let server = Running::start(
+        &[
+            "tunnel",
+            "server",
+            "--listen",
+            &server_addr,
+            "--forward",
+            &target,
+            "--cert",
+            &path("cert.pem"),
+            "--key",
+            &path("key.pem"),
+            "--token-file",
+            &path("token"),
+        ],
+        &dir.path().join("server.log"),
+    );
+    server.wait_for("tunnel server ready");
+
+    // A good client carries the bytes and reports its counters on SIGUSR1.
+    let client_addr = free_port();
+    let client = Running::start(
+        &[
+            "tunnel",
+            "client",
+            "--listen",
+            &client_addr,
+            "--server",
+            &server_addr,
+            "--pin",
+            &pin,
+            "--token-file",
+            &path("token"),
+        ],
+        &dir.path().join("client.log"),
+    );
+    client.wait_for("tunnel client ready");
+    let data: Vec<u8> = (0..2_000_000u32)
+        .map(|i| b"zipwire tunnel "[i as usize % 15])
+        .collect();
+    assert!(exchange(&client_addr, &data).unwrap() == data);
+    let status = Command::new("kill")
+        .args(["-USR1", &client.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let log = client.wait_for("compress outgoing: raw data 2000000, compressed ");
+
+    // A client with the wrong token: nothing comes back, and the server says why.
+    std::fs::write(dir.path().join("wrong"), "not-the-token\n").unwrap();
+    let wrong = dir.path().join("wrong").to_string_lossy().into_owned();
+    let bad_addr = free_port();
+    let bad = Running::start(
+        &[
+            "tunnel",
+            "client",
+            "--listen",
+            &bad_addr,
+            "--server",
+            &server_addr,
+            "--pin",
+            &pin,
+            "--token-file",
+            &wrong,
+        ],
+        &dir.path().join("bad.log"),
+    );
+    bad.wait_for("tunnel client ready");
+    let back = exchange(&bad_addr, b"let me in").unwrap_or_default();
+    assert!(back.is_empty());
+    server.wait_for("authentication failed: wrong token");
+    bad.wait_for("server refused the token");
+
+    // Plaintext on the tunnel port.
+    let mut plain = TcpStream::connect(&server_addr).unwrap();
+    plain.write_all(b"SSH-2.0-OpenSSH_9.2\r\n").unwrap();
+    let _ = plain.shutdown(Shutdown::Write);
+    server.wait_for("TLS handshake failed");
+    assert!(!log.contains("panicked") && !server.log().contains("panicked"));
+}
