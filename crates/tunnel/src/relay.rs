@@ -304,7 +304,7 @@ async fn send_loop(
         block.truncate(n);
         let signals = Signals {
             full: n == shared.block_size,
-            link_idle: writer_waiting.load(Ordering::Acquire),
+            link_idle: writer_waiting.load(Ordering::Acquire) || tx.capacity() == tx.max_capacity(),
             cpu_throttled: shared.budget.is_some() && shared.throttled(),
         };
         let decision = policy.decide(&block, signals);
@@ -345,7 +345,7 @@ async fn send_loop(
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(RelayError::Cancelled),
         };
         if signals.full {
-            policy.full_block_sent(waited, time, reason == Some(RawReason::LinkIdle));
+            policy.full_block_sent(waited, time, signals.link_idle);
         }
     }
 }

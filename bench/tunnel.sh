@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/tunnel.sh: zipwire tunnel (adaptive, and fixed raw/1/6) against plain TCP, ssh and
+# ssh -C, over a veth pair between two network namespaces rate-limited with tc tbf at 10, 100,
+# 1000 Mbit/s and unlimited; payload MB/s per cell, all in one run (see bench/tunnel.py).
+#
+# Environment (defaults in brackets):
+#   SIZE [30000000]    bytes per transfer at 1 Gbit/s and unlimited (a tenth at 10 Mbit/s,
+#                      a third at 100 Mbit/s, so that a run stays within minutes)
+#   ROUNDS [1]         alternating rounds; the table shows medians
+#   LINKS [10,100,1000,0]  Mbit/s; 0 is unlimited
+#   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
+#   ZIPWIRE [target/release/zipwire, built if missing]
+#
+# Needs root (network namespaces, tc, sshd); installs openssh-server and iproute2 if missing.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export ZIPWIRE_CORPUS=${ZIPWIRE_CORPUS:-$ROOT/../shared/corpus}
+export ZIPWIRE=${ZIPWIRE:-$ROOT/target/release/zipwire}
+
+if [ "$(id -u)" != 0 ]; then
+    echo "tunnel.sh: needs root for network namespaces and tc" >&2
+    exit 1
+fi
+missing=()
+for tool in ip tc sshd ssh ssh-keygen python3; do
+    command -v "$tool" > /dev/null || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
+done
+if ((${#missing[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        openssh-server openssh-client iproute2 python3 > /dev/null
+fi
+if [ ! -x "$ZIPWIRE" ]; then
+    (cd "$ROOT" && cargo build --release -q -p zipwire)
+fi
+exec python3 "$ROOT/bench/tunnel.py" "$@"
