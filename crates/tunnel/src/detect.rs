@@ -74,7 +74,7 @@ pub fn magic(block: &[u8]) -> Option<&'static str> {
 }
 
 /// Order-0 entropy in bits per byte of a sample of `block`: all of it when it is short,
-/// else [`RUNS`] runs of [`RUN_LEN`] bytes spread evenly over it.
+/// else 64 runs of 64 bytes spread evenly over it.
 pub fn sample_entropy(block: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
     let mut total = 0u32;
