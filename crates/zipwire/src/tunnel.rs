@@ -95,7 +95,7 @@ pub struct ClientArgs {
     /// The tunnel server (HOST:PORT).
     #[arg(long, value_name = "HOST:PORT")]
     pub server: String,
-    /// The server certificate's fingerprint, SHA256:<hex>, as keygen printed it.
+    /// The server certificate's fingerprint, `SHA256:<hex>`, as keygen printed it.
     #[arg(long, value_name = "SHA256:HEX", value_parser = parse_pin)]
     pub pin: Fingerprint,
     #[command(flatten)]
