@@ -81,16 +81,7 @@ impl Server {
     ///
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
-        loop {
-            let (tcp, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) if is_transient(&e) => {
-                    warn!(error = %e, "accept failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+        accept_loop(&self.listener, |tcp, peer| {
             let tls = self.tls.clone();
             let token = self.token.clone();
             let forward = self.forward.clone();
@@ -98,6 +89,25 @@ impl Server {
             tokio::spawn(async move {
                 serve(tcp, peer, tls, &token, &forward, shared).await;
             });
+        })
+        .await
+    }
+}
+
+/// Accepts connections and hands each to `handle`, riding out transient accept errors (a
+/// client that reset before accept, or running out of file descriptors for a moment).
+async fn accept_loop<F>(listener: &TcpListener, mut handle: F) -> io::Result<()>
+where
+    F: FnMut(TcpStream, SocketAddr),
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => handle(stream, peer),
+            Err(e) if is_transient(&e) => {
+                warn!(error = %e, "accept failed; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(e),
         }
     }
 }
@@ -241,16 +251,7 @@ impl Client {
     ///
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
-        loop {
-            let (local, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) if is_transient(&e) => {
-                    warn!(error = %e, "accept failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+        accept_loop(&self.listener, |local, peer| {
             let tls = self.tls.clone();
             let token = self.token.clone();
             let server = self.server.clone();
@@ -268,7 +269,8 @@ impl Client {
                     }
                 }
             });
-        }
+        })
+        .await
     }
 }
 
