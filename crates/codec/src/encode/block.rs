@@ -17,10 +17,12 @@ const MAX_STORED: usize = 65_535;
 struct Code {
     lit_lens: [u8; 288],
     dist_lens: [u8; 32],
-    /// Per literal/end-of-block symbol: `bits | nbits << 24`.
-    lit: [u32; 257],
-    /// Per match length − 3: the length symbol's code and its extra bits, `bits | nbits << 24`.
-    len: [u32; 256],
+    /// Per literal byte (0..256), then per match length − 3 (256..512, the length symbol's
+    /// code and its extra bits): `bits | nbits << 24`. Indexed by a token's low byte and its
+    /// match flag, so literals and matches take the same path.
+    sym: [u32; 512],
+    /// The end-of-block symbol: `bits | nbits << 24`.
+    eob: u32,
     dist_codes: [u16; 32],
     /// Per distance code: `code | len << 16 | (len + extra) << 24 | base << 32`.
     dist: [u64; 32],
@@ -31,8 +33,8 @@ impl Code {
         Code {
             lit_lens: [0; 288],
             dist_lens: [0; 32],
-            lit: [0; 257],
-            len: [0; 256],
+            sym: [0; 512],
+            eob: 0,
             dist_codes: [0; 32],
             dist: [0; 32],
         }
@@ -43,9 +45,12 @@ impl Code {
         let mut lit_codes = [0u16; 288];
         canonical_codes(&self.lit_lens, &mut lit_codes);
         canonical_codes(&self.dist_lens, &mut self.dist_codes);
-        for ((entry, &code), &len) in self.lit.iter_mut().zip(&lit_codes).zip(&self.lit_lens) {
-            *entry = u32::from(code) | u32::from(len) << 24;
+        let (lit, len) = self.sym.split_at_mut(256);
+        for ((entry, &code), &bits) in lit.iter_mut().zip(&lit_codes).zip(&self.lit_lens) {
+            *entry = u32::from(code) | u32::from(bits) << 24;
         }
+        self.eob =
+            u32::from(lit_codes[END_OF_BLOCK]) | u32::from(self.lit_lens[END_OF_BLOCK]) << 24;
         for (dc, entry) in self.dist.iter_mut().enumerate().take(NUM_DIST) {
             let len = u64::from(self.dist_lens[dc]);
             *entry = u64::from(self.dist_codes[dc])
@@ -53,7 +58,7 @@ impl Code {
                 | (len + u64::from(DIST_EXTRA[dc])) << 24
                 | u64::from(DIST_BASE[dc]) << 32;
         }
-        for (l3, entry) in self.len.iter_mut().enumerate() {
+        for (l3, entry) in len.iter_mut().enumerate() {
             let code = usize::from(LENGTH_CODE[l3]);
             let sym = 257 + code;
             let extra = (l3 as u32 + 3) - u32::from(LENGTH_BASE[code]);
@@ -306,10 +311,10 @@ fn symbol_bits(tokens: &Tokens, code: &Code) -> u64 {
 fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
     for &t in tokens {
         if t & MATCH_FLAG == 0 {
-            let e = code.lit[(t & 0xff) as usize];
+            let e = code.sym[(t & 0xff) as usize];
             w.put(u64::from(e & 0xff_ffff), e >> 24);
         } else {
-            let e = code.len[(t & 0xff) as usize];
+            let e = code.sym[256 + (t & 0xff) as usize];
             w.put(u64::from(e & 0xff_ffff), e >> 24);
             let d1 = u64::from((t >> 8) & 0x7fff);
             let e = code.dist[((t >> 23) & 0x1f) as usize];
@@ -321,7 +326,7 @@ fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
         }
         w.flush();
     }
-    let e = code.lit[END_OF_BLOCK];
+    let e = code.eob;
     w.put(u64::from(e & 0xff_ffff), e >> 24);
     w.flush();
 }

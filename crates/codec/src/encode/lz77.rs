@@ -1,8 +1,8 @@
 //! LZ77 match finding inside one call's input.
 //!
-//! Positions in the hash tables are tagged with a per-call `base` (see [`super::scratch`]), so
-//! the tables never need clearing between calls: an entry from an earlier call lies more than a
-//! window behind every position of the current one and fails the distance check. Every
+//! Level 1 keeps one 16-bit position per hash and clears (part of) its small table per call;
+//! levels 2-3 keep hash chains whose positions are tagged with a per-call `base` (see
+//! [`super::scratch`]), so those larger tables never need clearing between calls. Every
 //! candidate is verified byte by byte before use, so a stale or colliding entry can cost time
 //! but never correctness.
 //!
@@ -19,22 +19,12 @@ pub(crate) const MIN_MATCH: usize = 4;
 pub(crate) const MAX_MATCH: usize = 258;
 /// Bits of the hash-head table index.
 pub(crate) const HASH_BITS: u32 = 15;
-/// Level 1 inserts this many positions at the start of each match (at most 4: their hash
-/// words come from one 8-byte read)…
-const INSERT_HEAD: usize = 4;
-/// …and this many at its end.
-const INSERT_TAIL: usize = 2;
-/// Bits of the level-1 bucket table index (16,384 buckets of two entries: 128 KB).
-pub(crate) const BUCKET_BITS: u32 = 14;
 /// Flag bit that marks a token as a match; literals are the byte value alone.
 pub(crate) const MATCH_FLAG: u32 = 1 << 31;
 
 /// Tokens per block: large enough to amortise a dynamic header (~80 bytes), small enough for
 /// the code to follow changes in the data.
 pub(crate) const MAX_TOKENS: usize = 1 << 14;
-
-/// Level-1 bucket table: two tagged positions per `u64`, newest in the low half.
-pub(crate) type Buckets = [u64; 1 << BUCKET_BITS];
 
 /// Tokens of the block being built and the symbol frequencies they imply.
 pub(crate) struct Tokens {
@@ -151,112 +141,6 @@ fn match_len(data: &[u8], a: usize, b: usize, max: usize) -> usize {
     len
 }
 
-/// Greedy parse over a table of two-entry buckets, the level-1 matcher: both candidates of the
-/// bucket are tried and the longer match is taken; positions inside matches are inserted too
-/// (the first and last few). Parses from `pos` until `tokens` holds `max_tokens` or the input
-/// ends; returns the position reached.
-///
-/// A bucket is one `u64`, newest entry in the low half, so an insertion is one load and one
-/// store.
-pub(crate) fn parse_fast(
-    data: &[u8],
-    mut pos: usize,
-    buckets: &mut Buckets,
-    base: u32,
-    tokens: &mut Tokens,
-) -> usize {
-    let len = data.len();
-    // Leave room for 8-byte reads at `pos`; the tail goes out as literals.
-    let limit = len.saturating_sub(8);
-    const MASK: usize = (1 << BUCKET_BITS) - 1;
-    let mut misses = 0u32;
-    while pos < limit && !tokens.is_full() {
-        let cur = read_u64(data, pos);
-        let word = cur as u32;
-        let slot = &mut buckets[hash4(word) & MASK];
-        let here = base.wrapping_add(pos as u32);
-        let old = *slot;
-        *slot = old << 32 | u64::from(here);
-        // Both candidates are measured on their first 8 bytes without branching: an invalid
-        // one reads `pos` itself and is masked out, and the longer one is selected.
-        let window = pos.min(WINDOW);
-        let d0 = here.wrapping_sub(old as u32) as usize;
-        let d1 = here.wrapping_sub((old >> 32) as u32) as usize;
-        let (v0, v1) = (d0.wrapping_sub(1) < window, d1.wrapping_sub(1) < window);
-        let x0 = read_u64(data, if v0 { pos - d0 } else { pos }) ^ cur;
-        let x1 = read_u64(data, if v1 { pos - d1 } else { pos }) ^ cur;
-        let l0 = if v0 {
-            (x0.trailing_zeros() / 8) as usize
-        } else {
-            0
-        };
-        let l1 = if v1 {
-            (x1.trailing_zeros() / 8) as usize
-        } else {
-            0
-        };
-        let (mut best, mut best_dist) = if l1 > l0 { (l1, d1) } else { (l0, d0) };
-        if best >= MIN_MATCH {
-            if best == 8 {
-                let max = (len - pos).min(MAX_MATCH);
-                best = 8 + match_len(data, pos - best_dist + 8, pos + 8, max - 8);
-                // Both candidates matched 8 bytes (rare): the older one may go further.
-                if l0 == 8 && l1 == 8 && best < max {
-                    let other = 8 + match_len(data, pos - d1 + 8, pos + 8, max - 8);
-                    if other > best {
-                        best = other;
-                        best_dist = d1;
-                    }
-                }
-            }
-            tokens.matched(best, best_dist);
-            // Insert the first and last few covered positions: nearly all of the ratio of
-            // inserting every one (4.78 against 4.86 on web/ + canterbury/) at a bounded cost.
-            // The hash words come from one 8-byte read each, shifted.
-            let end = pos + best;
-            let mut insert = |p: usize, word: u32| {
-                let slot = &mut buckets[hash4(word) & MASK];
-                *slot = *slot << 32 | u64::from(base.wrapping_add(p as u32));
-            };
-            if end + INSERT_HEAD < limit {
-                let head = read_u64(data, pos + 1);
-                let head_end = (pos + 1 + INSERT_HEAD).min(end);
-                for (k, p) in (pos + 1..head_end).enumerate() {
-                    insert(p, (head >> (8 * k)) as u32);
-                }
-                let tail_start = (end - INSERT_TAIL).max(head_end);
-                let tail = read_u64(data, end - INSERT_TAIL);
-                for p in tail_start..end {
-                    insert(p, (tail >> (8 * (p + INSERT_TAIL - end))) as u32);
-                }
-            }
-            pos += best;
-            misses = 0;
-        } else {
-            tokens.literal(data[pos]);
-            pos += 1;
-            // On long stretches without matches (compressed or random data), hash fewer
-            // positions: the bytes still go out as literals, only the search is thinned.
-            misses += 1;
-            if misses > 64 {
-                let skip = ((misses - 64) >> 4).min(32) as usize;
-                let stop = (pos + skip).min(limit);
-                while pos < stop && !tokens.is_full() {
-                    tokens.literal(data[pos]);
-                    pos += 1;
-                }
-            }
-        }
-    }
-    if pos >= limit {
-        while pos < len && !tokens.is_full() {
-            tokens.literal(data[pos]);
-            pos += 1;
-        }
-    }
-    pos
-}
-
 /// Hash-chain parse (levels 2 and 3): `depth` candidates per position, optional lazy
 /// evaluation, every position inserted. Same contract as [`parse_fast`]; the tables are the
 /// hash heads and the chain links (one per window position).
@@ -342,6 +226,91 @@ pub(crate) fn parse_chain(
             insert(p, head, prev);
         }
         pos += mlen;
+    }
+    if pos >= limit {
+        while pos < len && !tokens.is_full() {
+            tokens.literal(data[pos]);
+            pos += 1;
+        }
+    }
+    pos
+}
+
+/// Bits of the level-1 table index (16,384 entries of 16 bits: 32 KB, which stays in L1).
+pub(crate) const FAST_BITS: u32 = 14;
+/// Bytes the level-1 hash covers. Six, not four: with one entry per hash, the newest position
+/// of a 6-byte string is much more often a long match than that of a 4-byte string (ratio
+/// 4.71 against 4.38 on web/ + canterbury/ at the same speed); matches still start at 4.
+const FAST_HASH_BYTES: u32 = 6;
+
+/// Level-1 table: the newest position (mod 2^16) of each hashed 6-byte string.
+pub(crate) type FastTable = [u16; 1 << FAST_BITS];
+
+/// Greedy parse over a table of one 16-bit position per hash, the level-1 matcher. Parses
+/// from `pos` until `tokens` is full or the input ends, and returns the position reached.
+///
+/// Entries are positions within `data` modulo 2^16 and are not tagged: an entry may be stale
+/// (from an earlier block, or more than 64 KB back), so every candidate is bounds-checked
+/// against the window and compared byte by byte before use. The caller clears the first
+/// `1 << bits` entries at the start of each call, so output never depends on earlier calls;
+/// `bits` (at most [`FAST_BITS`]) shrinks the table for small inputs so that clearing stays
+/// cheap. Only the first position after a match and the last two of it are inserted: more
+/// insertions cost time and, with one entry per hash, even lose ratio on long runs.
+pub(crate) fn parse_fast(
+    data: &[u8],
+    mut pos: usize,
+    table: &mut FastTable,
+    bits: u32,
+    tokens: &mut Tokens,
+) -> usize {
+    let len = data.len();
+    // Leave room for 8-byte reads at `pos`; the tail goes out as literals.
+    let limit = len.saturating_sub(8);
+    let shift = 64 - bits;
+    let hash = |word: u64| {
+        ((word << (64 - 8 * FAST_HASH_BYTES)).wrapping_mul(0xcf1b_bcdc_b7a5_6463) >> shift) as usize
+            & ((1 << FAST_BITS) - 1)
+    };
+    let mut misses = 0u32;
+    while pos < limit && !tokens.is_full() {
+        let cur = read_u64(data, pos);
+        let slot = &mut table[hash(cur)];
+        let cand = *slot;
+        *slot = pos as u16;
+        let dist = usize::from((pos as u16).wrapping_sub(cand));
+        if dist.wrapping_sub(1) < pos.min(WINDOW) {
+            let x = read_u64(data, pos - dist) ^ cur;
+            if x as u32 == 0 {
+                let mut best = (x.trailing_zeros() / 8) as usize;
+                if best == 8 {
+                    let max = (len - pos).min(MAX_MATCH);
+                    best = 8 + match_len(data, pos - dist + 8, pos + 8, max - 8);
+                }
+                tokens.matched(best, dist);
+                let end = pos + best;
+                if end + 8 < limit {
+                    let w = read_u64(data, end - 2);
+                    table[hash(w)] = (end - 2) as u16;
+                    table[hash(w >> 8)] = (end - 1) as u16;
+                    let w = read_u64(data, pos + 1);
+                    table[hash(w)] = (pos + 1) as u16;
+                }
+                pos = end;
+                misses = 0;
+                continue;
+            }
+        }
+        tokens.literal(cur as u8);
+        pos += 1;
+        misses += 1;
+        if misses > 64 {
+            let skip = ((misses - 64) >> 4).min(32) as usize;
+            let stop = (pos + skip).min(limit);
+            while pos < stop && !tokens.is_full() {
+                tokens.literal(data[pos]);
+                pos += 1;
+            }
+        }
     }
     if pos >= limit {
         while pos < len && !tokens.is_full() {
