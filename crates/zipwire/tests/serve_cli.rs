@@ -80,6 +80,9 @@ fn proxy_serves_gzip_and_stops_on_sigterm() {
             "127.0.0.1:0",
             "--upstream",
             &format!("http://{upstream}"),
+            // One thread runs on a current-thread runtime (the demo test covers several).
+            "--threads",
+            "1",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
