@@ -248,8 +248,8 @@ impl Server {
     }
 }
 
-/// Builds a runtime with [`ProxyConfig::threads`] threads (a current-thread runtime for one), binds and runs the
-/// server until `shutdown` completes. For binaries; inside a runtime, use [`Server::bind`]
+/// Builds a runtime with [`ProxyConfig::threads`] threads (a current-thread runtime for
+/// one), binds and runs the server until `shutdown` completes. For binaries; inside a runtime, use [`Server::bind`]
 /// and [`Server::run`].
 ///
 /// # Errors
