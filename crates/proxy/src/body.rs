@@ -255,6 +255,17 @@ impl<B> CompressBody<B> {
         self.pending.reserve_exact(target - self.pending.len());
     }
 
+    /// Whether the rest of a body of known length fits in the buffer reserved for one call
+    /// (`coalesce` plus the slack for the frame that crosses it). Then the whole body goes into
+    /// one call: a 77 KB page is one call instead of 64 KB and 13 KB, for better ratio, one
+    /// Huffman table build less, and no more memory than was reserved anyway.
+    fn rest_fits_one_call(&self, rest: Option<u64>) -> bool {
+        rest.is_some_and(|rest| {
+            (self.pending.len() as u64).saturating_add(rest)
+                <= (self.policy.coalesce + COALESCE_SLACK) as u64
+        })
+    }
+
     /// Runs one encoder call over the gathered input.
     fn compress(&mut self, is_final: bool) -> Bytes {
         let started = Instant::now();
@@ -332,7 +343,9 @@ where
                             let n = chunk.len();
                             bytes::Buf::advance(&mut data, n);
                         }
-                        if this.pending.len() >= this.policy.coalesce {
+                        if this.pending.len() >= this.policy.coalesce
+                            && !this.rest_fits_one_call(rest)
+                        {
                             return Poll::Ready(Some(Ok(Frame::data(this.compress(false)))));
                         }
                     }
@@ -584,6 +597,55 @@ mod tests {
         assert_eq!(frames_out, 5);
         assert_eq!(meter.bytes_in.load(Ordering::Relaxed), 300_000);
         assert_eq!(meter.bytes_out.load(Ordering::Relaxed), wire.len() as u64);
+    }
+
+    /// A body of known length that arrives in the given frames and says how much is left.
+    struct KnownLength(std::collections::VecDeque<Bytes>);
+
+    impl Body for KnownLength {
+        type Data = Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            Poll::Ready(self.0.pop_front().map(|data| Ok(Frame::data(data))))
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            http_body::SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_known_length_body_just_over_coalesce_is_one_call() {
+        for (len, calls) in [
+            (64 * 1024 + COALESCE_SLACK, 1),
+            (64 * 1024 + COALESCE_SLACK + 1, 2),
+            // 66 KB, 66 KB, then the last 68 KB in one call rather than 66 + 2.
+            (200_000, 3),
+        ] {
+            let data = text(len);
+            let upstream = KnownLength(data.chunks(1_000).map(Bytes::copy_from_slice).collect());
+            let (body, meter) = compress_body(
+                upstream,
+                FlushPolicy {
+                    coalesce: 64 * 1024,
+                    delay: Duration::from_secs(1),
+                },
+            );
+            let mut body = Box::pin(body);
+            let mut frames_out = 0;
+            let mut wire = Vec::new();
+            while let Some(frame) = body.frame().await {
+                wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
+                frames_out += 1;
+            }
+            assert_eq!(gunzip(&wire), data, "{len}");
+            assert_eq!(frames_out, calls, "{len}");
+            assert_eq!(meter.bytes_in.load(Ordering::Relaxed), len as u64);
+        }
     }
 
     #[tokio::test]
