@@ -570,6 +570,22 @@ mod tests {
         zipwire_codec::decompress(Format::Gzip, data, Limits::default()).expect("valid gzip")
     }
 
+    /// Reads a compressing body to its end: the bytes sent and the number of data frames.
+    async fn drain<B>(body: CompressBody<B>) -> (Vec<u8>, usize)
+    where
+        B: Body + Unpin,
+        B::Data: bytes::Buf,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let mut body = Box::pin(body);
+        let (mut wire, mut frames) = (Vec::new(), 0);
+        while let Some(frame) = body.frame().await {
+            wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
+            frames += 1;
+        }
+        (wire, frames)
+    }
+
     #[tokio::test]
     async fn small_frames_are_coalesced_into_few_calls() {
         let data = text(300_000);
@@ -585,13 +601,7 @@ mod tests {
                 delay: Duration::from_secs(1),
             },
         );
-        let mut body = Box::pin(body);
-        let mut frames_out = 0;
-        let mut wire = Vec::new();
-        while let Some(frame) = body.frame().await {
-            wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
-            frames_out += 1;
-        }
+        let (wire, frames_out) = drain(body).await;
         assert_eq!(gunzip(&wire), data);
         // 300 frames in, 64 KB calls: 4 full calls and the final one.
         assert_eq!(frames_out, 5);
@@ -635,13 +645,7 @@ mod tests {
                     delay: Duration::from_secs(1),
                 },
             );
-            let mut body = Box::pin(body);
-            let mut frames_out = 0;
-            let mut wire = Vec::new();
-            while let Some(frame) = body.frame().await {
-                wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
-                frames_out += 1;
-            }
+            let (wire, frames_out) = drain(body).await;
             assert_eq!(gunzip(&wire), data, "{len}");
             assert_eq!(frames_out, calls, "{len}");
             assert_eq!(meter.bytes_in.load(Ordering::Relaxed), len as u64);
