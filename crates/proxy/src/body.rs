@@ -570,6 +570,14 @@ mod tests {
         zipwire_codec::decompress(Format::Gzip, data, Limits::default()).expect("valid gzip")
     }
 
+    /// The flush policy of these tests: 64 KB calls, the given delay.
+    fn policy(delay: Duration) -> FlushPolicy {
+        FlushPolicy {
+            coalesce: 64 * 1024,
+            delay,
+        }
+    }
+
     /// Reads a compressing body to its end: the bytes sent and the number of data frames.
     async fn drain<B>(body: CompressBody<B>) -> (Vec<u8>, usize)
     where
@@ -594,13 +602,7 @@ mod tests {
             .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
             .collect();
         let upstream = http_body_util::StreamBody::new(futures_iter(frames));
-        let (body, meter) = compress_body(
-            upstream,
-            FlushPolicy {
-                coalesce: 64 * 1024,
-                delay: Duration::from_secs(1),
-            },
-        );
+        let (body, meter) = compress_body(upstream, policy(Duration::from_secs(1)));
         let (wire, frames_out) = drain(body).await;
         assert_eq!(gunzip(&wire), data);
         // 300 frames in, 64 KB calls: 4 full calls and the final one.
@@ -638,13 +640,7 @@ mod tests {
         ] {
             let data = text(len);
             let upstream = KnownLength(data.chunks(1_000).map(Bytes::copy_from_slice).collect());
-            let (body, meter) = compress_body(
-                upstream,
-                FlushPolicy {
-                    coalesce: 64 * 1024,
-                    delay: Duration::from_secs(1),
-                },
-            );
+            let (body, meter) = compress_body(upstream, policy(Duration::from_secs(1)));
             let (wire, frames_out) = drain(body).await;
             assert_eq!(gunzip(&wire), data, "{len}");
             assert_eq!(frames_out, calls, "{len}");
@@ -655,13 +651,7 @@ mod tests {
     #[tokio::test]
     async fn the_input_buffer_grows_with_what_arrives_and_never_past_one_call() {
         let (tx, upstream) = channel();
-        let (body, _) = compress_body(
-            upstream,
-            FlushPolicy {
-                coalesce: 64 * 1024,
-                delay: Duration::from_secs(60),
-            },
-        );
+        let (body, _) = compress_body(upstream, policy(Duration::from_secs(60)));
         let mut body = Box::pin(body);
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
@@ -684,13 +674,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pausing_upstream_is_flushed_after_the_delay() {
         let (tx, upstream) = channel();
-        let (body, _) = compress_body(
-            upstream,
-            FlushPolicy {
-                coalesce: 64 * 1024,
-                delay: Duration::from_millis(20),
-            },
-        );
+        let (body, _) = compress_body(upstream, policy(Duration::from_millis(20)));
         let mut body = Box::pin(body);
         tx.send(Ok(Frame::data(Bytes::from_static(b"event: one\n\n"))))
             .await
@@ -718,13 +702,7 @@ mod tests {
     #[tokio::test]
     async fn zero_delay_flushes_as_soon_as_the_upstream_pauses() {
         let (tx, upstream) = channel();
-        let (body, _) = compress_body(
-            upstream,
-            FlushPolicy {
-                coalesce: 64 * 1024,
-                delay: Duration::ZERO,
-            },
-        );
+        let (body, _) = compress_body(upstream, policy(Duration::ZERO));
         let mut body = Box::pin(body);
         tx.send(Ok(Frame::data(Bytes::from_static(b"data: 1\n\n"))))
             .await
