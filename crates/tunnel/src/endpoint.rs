@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 use crate::handshake::{self, Hello, Status, CODEC_ZSTD};
 use crate::relay::{relay, Shared};
 use crate::stats::Stats;
+use crate::tcp_info::LinkProbe;
 use crate::tls;
 
 /// Time allowed for connecting, TLS and the hello.
@@ -30,34 +31,45 @@ pub const NOTSENT_LOWAT: u32 = 32 * 1024;
 /// The codecs this build decodes.
 const OUR_CODECS: u8 = CODEC_ZSTD;
 
-/// A tunnel server, bound and ready to run.
-pub struct Server {
+/// What both ends share: a bound listener, the token and the endpoint's shared state; `R`
+/// is what one side adds ([`ServerSide`] or [`ClientSide`]).
+pub struct Endpoint<R> {
     listener: TcpListener,
-    forward: String,
-    tls: TlsAcceptor,
     token: Arc<Vec<u8>>,
     shared: Arc<Shared>,
+    role: R,
 }
 
-impl Server {
-    /// Binds `listen`; connections will be forwarded to `forward` (`host:port`).
-    ///
-    /// # Errors
-    ///
-    /// When the address cannot be bound.
-    pub async fn bind(
+/// A tunnel server, bound and ready to run.
+pub type Server = Endpoint<ServerSide>;
+
+/// A tunnel client, bound and ready to run.
+pub type Client = Endpoint<ClientSide>;
+
+/// The server's side: where it forwards and its TLS acceptor.
+pub struct ServerSide {
+    forward: String,
+    tls: TlsAcceptor,
+}
+
+/// The client's side: the server it connects to and its TLS connector.
+pub struct ClientSide {
+    server: String,
+    tls: TlsConnector,
+}
+
+impl<R> Endpoint<R> {
+    async fn listen(
         listen: SocketAddr,
-        forward: String,
-        tls: Arc<ServerConfig>,
         token: Vec<u8>,
         shared: Shared,
-    ) -> io::Result<Server> {
-        Ok(Server {
+        role: R,
+    ) -> io::Result<Endpoint<R>> {
+        Ok(Endpoint {
             listener: TcpListener::bind(listen).await?,
-            forward,
-            tls: TlsAcceptor::from(tls),
             token: Arc::new(token),
             shared: Arc::new(shared),
+            role,
         })
     }
 
@@ -74,6 +86,24 @@ impl Server {
     pub fn stats(&self) -> Arc<Stats> {
         self.shared.stats.clone()
     }
+}
+
+impl Server {
+    /// Binds `listen`; connections will be forwarded to `forward` (`host:port`).
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound.
+    pub async fn bind(
+        listen: SocketAddr,
+        forward: String,
+        tls: Arc<ServerConfig>,
+        token: Vec<u8>,
+        shared: Shared,
+    ) -> io::Result<Server> {
+        let tls = TlsAcceptor::from(tls);
+        Endpoint::listen(listen, token, shared, ServerSide { forward, tls }).await
+    }
 
     /// Accepts connections until the task is dropped.
     ///
@@ -82,9 +112,9 @@ impl Server {
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
         accept_loop(&self.listener, |tcp, peer| {
-            let tls = self.tls.clone();
+            let tls = self.role.tls.clone();
             let token = self.token.clone();
-            let forward = self.forward.clone();
+            let forward = self.role.forward.clone();
             let shared = self.shared.clone();
             tokio::spawn(async move {
                 serve(tcp, peer, tls, &token, &forward, shared).await;
@@ -194,19 +224,11 @@ async fn serve(
         return;
     }
     info!(%peer, forward, "tunnel connection authenticated");
-    match relay(target, stream, codecs & CODEC_ZSTD != 0, shared).await {
+    let probe = LinkProbe::new(stream.get_ref().0);
+    match relay(target, stream, probe, codecs & CODEC_ZSTD != 0, shared).await {
         Ok(()) => debug!(%peer, "tunnel connection closed"),
         Err(e) => warn!(%peer, error = %e, "tunnel connection failed"),
     }
-}
-
-/// A tunnel client, bound and ready to run.
-pub struct Client {
-    listener: TcpListener,
-    server: String,
-    tls: TlsConnector,
-    token: Arc<Vec<u8>>,
-    shared: Arc<Shared>,
 }
 
 impl Client {
@@ -222,27 +244,8 @@ impl Client {
         token: Vec<u8>,
         shared: Shared,
     ) -> io::Result<Client> {
-        Ok(Client {
-            listener: TcpListener::bind(listen).await?,
-            server,
-            tls: TlsConnector::from(tls),
-            token: Arc::new(token),
-            shared: Arc::new(shared),
-        })
-    }
-
-    /// The address it listens on.
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpListener::local_addr`].
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
-
-    /// The counters of all its connections.
-    pub fn stats(&self) -> Arc<Stats> {
-        self.shared.stats.clone()
+        let tls = TlsConnector::from(tls);
+        Endpoint::listen(listen, token, shared, ClientSide { server, tls }).await
     }
 
     /// Accepts local connections until the task is dropped.
@@ -252,17 +255,20 @@ impl Client {
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
         accept_loop(&self.listener, |local, peer| {
-            let tls = self.tls.clone();
+            let tls = self.role.tls.clone();
             let token = self.token.clone();
-            let server = self.server.clone();
+            let server = self.role.server.clone();
             let shared = self.shared.clone();
             tokio::spawn(async move {
                 let _ = local.set_nodelay(true);
                 match connect(&server, &tls, &token).await {
-                    Ok((stream, zstd)) => match relay(local, stream, zstd, shared).await {
-                        Ok(()) => debug!(%peer, "forwarded connection closed"),
-                        Err(e) => warn!(%peer, error = %e, "forwarded connection failed"),
-                    },
+                    Ok((stream, zstd)) => {
+                        let probe = LinkProbe::new(stream.get_ref().0);
+                        match relay(local, stream, probe, zstd, shared).await {
+                            Ok(()) => debug!(%peer, "forwarded connection closed"),
+                            Err(e) => warn!(%peer, error = %e, "forwarded connection failed"),
+                        }
+                    }
                     Err(e) => {
                         warn!(%peer, server, error = %e, "could not open a tunnel; closing the connection");
                         let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));

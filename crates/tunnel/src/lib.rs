@@ -13,8 +13,8 @@
 //!   forwarded; codec negotiation.
 //! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
 //! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
-//!   numbers, a sampled entropy, past failures, and whether the writer waits for frames (which shows whether
-//!   the link or the compressor limits).
+//!   numbers, a sampled entropy, past failures, and the link's pace: the kernel's delivery
+//!   rate and unsent bytes ([`tcp_info`]), or else whether the writer waits for frames.
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.
 //! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report.
@@ -42,7 +42,7 @@
 //! # }
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod blocks;
@@ -54,4 +54,5 @@ pub mod keygen;
 pub mod policy;
 pub mod relay;
 pub mod stats;
+pub mod tcp_info;
 pub mod tls;

@@ -27,8 +27,9 @@ use zipwire_adapt::Budget;
 
 use crate::blocks::{BlockDecoder, BlockEncoder, BlockError};
 use crate::frame::{self, FrameError, Head, Method, DATA_HEADER_LEN};
-use crate::policy::{Choice, Decision, Policy, RawReason, Signals};
+use crate::policy::{Choice, Decision, Link, Policy, RawReason, Sent, Signals};
 use crate::stats::Stats;
+use crate::tcp_info::LinkProbe;
 
 /// Frames the writer's queue holds before the sender waits.
 const QUEUE_FRAMES: usize = 4;
@@ -180,7 +181,8 @@ enum Outgoing {
 }
 
 /// Carries `local` over `tunnel` until both directions have ended, or one fails; `zstd` says
-/// whether the peer decodes zstd frames.
+/// whether the peer decodes zstd frames, and `probe` reads the kernel's view of the tunnel's
+/// TCP connection for the policy.
 ///
 /// # Errors
 ///
@@ -188,6 +190,7 @@ enum Outgoing {
 pub async fn relay<S>(
     local: TcpStream,
     tunnel: S,
+    probe: Option<LinkProbe>,
     zstd: bool,
     shared: Arc<Shared>,
 ) -> Result<(), RelayError>
@@ -205,7 +208,7 @@ where
         local.clone(),
         tx.clone(),
         writer_waiting.clone(),
-        policy,
+        (policy, probe),
         shared.clone(),
     );
     let receiver = receive_loop(tunnel_r, local.clone(), tx, shared.clone());
@@ -281,11 +284,12 @@ async fn send_loop(
     local: Local,
     tx: mpsc::Sender<Outgoing>,
     writer_waiting: Arc<AtomicBool>,
-    mut policy: Policy,
+    (mut policy, probe): (Policy, Option<LinkProbe>),
     shared: Arc<Shared>,
 ) -> Result<(), RelayError> {
     let mut encoder = Some(Box::new(BlockEncoder::new()));
     let mut block = vec![0u8; shared.block_size];
+    let began = Instant::now();
     loop {
         block.resize(shared.block_size, 0);
         let n = match read_block(&local, &mut block).await {
@@ -306,8 +310,10 @@ async fn send_loop(
             full: n == shared.block_size,
             link_idle: writer_waiting.load(Ordering::Acquire) || tx.capacity() == tx.max_capacity(),
             cpu_throttled: shared.budget.is_some() && shared.throttled(),
+            link: probe.as_ref().and_then(|p| link_state(p, began)),
         };
         let decision = policy.decide(&block, signals);
+        let mut measured = None;
         let mut frame = Vec::with_capacity(n + DATA_HEADER_LEN);
         let (method, reason, time) = match decision {
             Decision::Raw(reason) => {
@@ -326,7 +332,9 @@ async fn send_loop(
                 encoder = Some(enc);
                 (block, frame) = returned;
                 let used = result.map_err(RelayError::LocalRead)?;
-                policy.compressed(n, frame.len());
+                if policy.compressed(n, frame.len()) && used == method {
+                    measured = Some((n, frame.len()));
+                }
                 if shared.budget.is_some() {
                     shared.spend(time, n);
                 }
@@ -345,9 +353,24 @@ async fn send_loop(
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(RelayError::Cancelled),
         };
         if signals.full {
-            policy.full_block_sent(waited, time, signals.link_idle);
+            policy.full_block_sent(Sent {
+                signals,
+                waited,
+                worked: time,
+                compressed: measured,
+            });
         }
     }
+}
+
+/// The kernel's view of the link, in the policy's terms.
+fn link_state(probe: &LinkProbe, start: Instant) -> Option<Link> {
+    let info = probe.read()?;
+    Some(Link {
+        notsent: info.notsent,
+        bytes_acked: info.bytes_acked,
+        at: start.elapsed(),
+    })
 }
 
 type Buffers = (Vec<u8>, Vec<u8>);
