@@ -29,7 +29,9 @@
 //!   delivered bytes/s ≈ link + compressor × (1 − 1/ratio), above both "always raw" and
 //!   "always compress"; on a link the compressor keeps busy, no raw block goes in, however
 //!   empty the queue looks for a moment. (Without the kernel's view: only at the fastest rung
-//!   and after [`WARMUP_BLOCKS`].)
+//!   and after [`WARMUP_BLOCKS`].) A link [`FAST_LINK`] times faster than the fastest rung
+//!   gets only raw full blocks: the compressor's CPU would cost the transfer more than its
+//!   ratio adds when they share cores.
 //! - Small blocks (the source paused before a block filled, as interactive traffic does)
 //!   are compressed at the current level: the link is not the bottleneck then, and fewer bytes
 //!   still mean less latency on a slow link.
