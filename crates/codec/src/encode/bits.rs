@@ -88,10 +88,97 @@ impl<'a> BitWriter<'a> {
         self.pos += data.len();
     }
 
+    /// Reserves `bytes` and runs `f` with a [`SliceWriter`] over the reserved space, then takes
+    /// its state back. The hot loops write through it: its position and accumulator are locals
+    /// the compiler keeps in registers, where this writer's fields, behind `&mut`, go through
+    /// memory on every bit put (a measured ~10% of the token writer's time).
+    pub(crate) fn with_reserved<R>(
+        &mut self,
+        bytes: usize,
+        f: impl FnOnce(&mut SliceWriter<'_>) -> R,
+    ) -> R {
+        self.reserve(bytes);
+        let mut s = SliceWriter {
+            buf: &mut self.out[..],
+            pos: self.pos,
+            acc: self.acc,
+            nbits: self.nbits,
+            overflow: false,
+        };
+        let r = f(&mut s);
+        let (pos, acc, nbits, overflow) = (s.pos, s.acc, s.nbits, s.overflow);
+        // An internal invariant, not an input condition: callers reserve the exact priced size.
+        assert!(!overflow, "bit writer: more output than was reserved");
+        self.pos = pos;
+        self.acc = acc;
+        self.nbits = nbits;
+        r
+    }
+
     /// Ends writing: pads to a byte boundary and trims the buffer to what was written.
     pub(crate) fn finish(mut self) {
         self.align();
         self.out.truncate(self.pos);
+    }
+}
+
+/// The [`BitWriter`]'s state as locals over a fixed slice (see [`BitWriter::with_reserved`]).
+pub(crate) struct SliceWriter<'b> {
+    buf: &'b mut [u8],
+    pos: usize,
+    acc: u64,
+    nbits: u32,
+    overflow: bool,
+}
+
+impl SliceWriter<'_> {
+    /// A copy of this writer over the same slice, for a loop to keep in registers (a
+    /// `&mut SliceWriter` parameter keeps its fields in memory); hand it back with
+    /// [`SliceWriter::absorb`].
+    #[inline(always)]
+    pub(crate) fn local(&mut self) -> SliceWriter<'_> {
+        SliceWriter {
+            buf: &mut *self.buf,
+            pos: self.pos,
+            acc: self.acc,
+            nbits: self.nbits,
+            overflow: self.overflow,
+        }
+    }
+
+    /// Takes back the state of a [`SliceWriter::local`] copy.
+    #[inline(always)]
+    pub(crate) fn absorb(&mut self, (pos, acc, nbits, overflow): (usize, u64, u32, bool)) {
+        (self.pos, self.acc, self.nbits, self.overflow) = (pos, acc, nbits, overflow);
+    }
+
+    /// The state [`SliceWriter::absorb`] takes.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> (usize, u64, u32, bool) {
+        (self.pos, self.acc, self.nbits, self.overflow)
+    }
+
+    /// Adds the low `n` bits of `bits`, as [`BitWriter::put`].
+    #[inline(always)]
+    pub(crate) fn put(&mut self, bits: u64, n: u32) {
+        debug_assert!(self.nbits + n <= 63 && bits >> n == 0);
+        self.acc |= bits << self.nbits;
+        self.nbits += n;
+    }
+
+    /// Moves whole bytes from the accumulator to the slice, as [`BitWriter::flush`]. At most
+    /// 63 bits are held, so whole bytes are at most 7 and the shift stays below 64.
+    #[inline(always)]
+    pub(crate) fn flush(&mut self) {
+        let bytes = (self.nbits >> 3) as usize;
+        if let Some(dst) = self.buf.get_mut(self.pos..self.pos + 8) {
+            dst.copy_from_slice(&self.acc.to_le_bytes());
+            self.pos += bytes;
+            self.acc >>= (bytes * 8) & 63;
+            self.nbits &= 7;
+        } else {
+            self.overflow = true;
+        }
     }
 }
 
@@ -112,6 +199,40 @@ mod tests {
         w.finish();
         // bits: 1, 0 1, then nine ones: 0b1111_1101 0b0000_1111
         assert_eq!(out, vec![0xaa, 0b1111_1101, 0b0000_1111]);
+    }
+
+    #[test]
+    fn slice_writer_matches_bit_writer() {
+        let (mut a, mut b) = (vec![7], vec![7]);
+        let mut w = BitWriter::new(&mut a);
+        w.reserve(64);
+        for i in 0..40u64 {
+            w.put(i & 0x1fff, 13);
+            w.flush();
+        }
+        w.finish();
+        let mut w = BitWriter::new(&mut b);
+        w.with_reserved(64, |s| {
+            for i in 0..40u64 {
+                s.put(i & 0x1fff, 13);
+                s.flush();
+            }
+        });
+        w.finish();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    #[should_panic(expected = "more output than was reserved")]
+    fn slice_writer_refuses_to_overrun() {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.with_reserved(0, |s| {
+            for _ in 0..100 {
+                s.put(0xff, 8);
+                s.flush();
+            }
+        });
     }
 
     #[test]

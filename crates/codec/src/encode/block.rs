@@ -1,8 +1,10 @@
 //! Block output: builds the dynamic code for a block's tokens, prices dynamic, fixed and stored
 //! encodings exactly, and writes the cheapest.
 
-use super::bits::BitWriter;
-use super::huffman::{canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN};
+use super::bits::{BitWriter, SliceWriter};
+use super::huffman::{
+    canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN, MAX_LITLEN_CODE_LEN,
+};
 use super::lz77::{Tokens, MATCH_FLAG};
 use super::tables::{
     fixed_litlen_lengths, CODELEN_ORDER, DIST_BASE, DIST_EXTRA, END_OF_BLOCK, LENGTH_BASE,
@@ -132,7 +134,7 @@ impl BlockWriter {
 
         code_lengths(
             &tokens.litlen,
-            MAX_CODE_LEN,
+            MAX_LITLEN_CODE_LEN,
             &mut self.dynamic.lit_lens[..NUM_LITLEN],
         );
         code_lengths(
@@ -171,16 +173,19 @@ impl BlockWriter {
         match plan {
             Plan::Stored => debug_assert!(false, "stored blocks are written from raw bytes"),
             Plan::Fixed { bits } => {
-                w.reserve((bits / 8) as usize + 8);
                 w.put(u64::from(is_final) | 0b01 << 1, 3);
-                write_tokens(w, tokens.list(), &self.fixed);
+                w.with_reserved((bits / 8) as usize + 8, |s| {
+                    write_tokens(s, tokens.list(), &self.fixed)
+                });
             }
             Plan::Dynamic { bits, header } => {
                 w.reserve((bits / 8) as usize + 8);
                 w.put(u64::from(is_final) | 0b10 << 1, 3);
                 self.dynamic.build_tables();
                 self.write_header(w, header);
-                write_tokens(w, tokens.list(), &self.dynamic);
+                w.with_reserved((bits / 8) as usize + 8, |s| {
+                    write_tokens(s, tokens.list(), &self.dynamic)
+                });
             }
         }
     }
@@ -307,27 +312,56 @@ fn symbol_bits(tokens: &Tokens, code: &Code) -> u64 {
     lit + dist
 }
 
-/// The hot loop: every token through the code's tables, one flush per token.
-fn write_tokens(w: &mut BitWriter<'_>, tokens: &[u32], code: &Code) {
-    for &t in tokens {
-        if t & MATCH_FLAG == 0 {
-            let e = code.sym[(t & 0xff) as usize];
-            w.put(u64::from(e & 0xff_ffff), e >> 24);
+/// The hot loop: every token through the code's tables. Four literals in a row share one
+/// flush (literal codes are at most 14 bits: 56 bits); anything else flushes per token.
+fn write_tokens(outer: &mut SliceWriter<'_>, tokens: &[u32], code: &Code) {
+    let mut local = outer.local();
+    let w = &mut local;
+    let lit = |w: &mut SliceWriter<'_>, t: u32| {
+        let e = code.sym[(t & 0xff) as usize];
+        w.put(u64::from(e & 0xff_ffff), e >> 24);
+    };
+    let mut rest = tokens;
+    while let [a, b, c, d, ..] = *rest {
+        if (a | b | c | d) & MATCH_FLAG == 0 {
+            lit(w, a);
+            lit(w, b);
+            lit(w, c);
+            lit(w, d);
+            w.flush();
+            rest = &rest[4..];
         } else {
-            let e = code.sym[256 + (t & 0xff) as usize];
-            w.put(u64::from(e & 0xff_ffff), e >> 24);
-            let d1 = u64::from((t >> 8) & 0x7fff);
-            let e = code.dist[((t >> 23) & 0x1f) as usize];
-            let extra = d1 + 1 - (e >> 32);
-            w.put(
-                (e & 0xffff) | extra << ((e >> 16) & 0xff),
-                ((e >> 24) & 0xff) as u32,
-            );
+            write_token(w, a, code);
+            rest = &rest[1..];
         }
-        w.flush();
+    }
+    for &t in rest {
+        write_token(w, t, code);
     }
     let e = code.eob;
     w.put(u64::from(e & 0xff_ffff), e >> 24);
+    w.flush();
+    let state = local.state();
+    outer.absorb(state);
+}
+
+/// One literal or match, then a flush.
+#[inline(always)]
+fn write_token(w: &mut SliceWriter<'_>, t: u32, code: &Code) {
+    if t & MATCH_FLAG == 0 {
+        let e = code.sym[(t & 0xff) as usize];
+        w.put(u64::from(e & 0xff_ffff), e >> 24);
+    } else {
+        let e = code.sym[256 + (t & 0xff) as usize];
+        w.put(u64::from(e & 0xff_ffff), e >> 24);
+        let d1 = u64::from((t >> 8) & 0x7fff);
+        let e = code.dist[((t >> 23) & 0x1f) as usize];
+        let extra = d1 + 1 - (e >> 32);
+        w.put(
+            (e & 0xffff) | extra << ((e >> 16) & 0xff),
+            ((e >> 24) & 0xff) as u32,
+        );
+    }
     w.flush();
 }
 

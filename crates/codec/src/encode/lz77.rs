@@ -258,14 +258,41 @@ pub(crate) type FastTable = [u16; 1 << FAST_BITS];
 /// insertions cost time and, with one entry per hash, even lose ratio on long runs.
 pub(crate) fn parse_fast(
     data: &[u8],
-    mut pos: usize,
+    pos: usize,
     table: &mut FastTable,
     bits: u32,
     tokens: &mut Tokens,
 ) -> usize {
+    // The table size is a constant of each copy: a variable shift would hold one more
+    // register (and `cl`) in a loop that already spills.
+    match bits {
+        ..=10 => parse_fast_sized::<10>(data, pos, table, tokens),
+        11 | 12 => parse_fast_sized::<12>(data, pos, table, tokens),
+        _ => parse_fast_sized::<FAST_BITS>(data, pos, table, tokens),
+    }
+}
+
+/// The table bits [`parse_fast`] uses for `bits` requested: 10, 12 or [`FAST_BITS`]. The
+/// caller clears this many.
+pub(crate) fn fast_table_bits(bits: u32) -> u32 {
+    match bits {
+        ..=10 => 10,
+        11 | 12 => 12,
+        _ => FAST_BITS,
+    }
+}
+
+#[inline(always)]
+fn parse_fast_sized<const BITS: u32>(
+    data: &[u8],
+    mut pos: usize,
+    table: &mut FastTable,
+    tokens: &mut Tokens,
+) -> usize {
+    let bits = BITS;
     let len = data.len();
-    // Leave room for 8-byte reads at `pos`; the tail goes out as literals.
-    let limit = len.saturating_sub(8);
+    // Leave room for 16-byte reads at `pos`; the tail goes out as literals.
+    let limit = len.saturating_sub(16);
     let shift = 64 - bits;
     let hash = |word: u64| {
         ((word << (64 - 8 * FAST_HASH_BYTES)).wrapping_mul(0xcf1b_bcdc_b7a5_6463) >> shift) as usize
@@ -281,10 +308,14 @@ pub(crate) fn parse_fast(
         if dist.wrapping_sub(1) < pos.min(WINDOW) {
             let x = read_u64(data, pos - dist) ^ cur;
             if x as u32 == 0 {
-                let mut best = (x.trailing_zeros() / 8) as usize;
-                if best == 8 {
+                // Measure 16 bytes without a branch on the first 8: about half the matches
+                // here are shorter than 8, so that branch would be a coin toss.
+                let y = read_u64(data, pos - dist + 8) ^ read_u64(data, pos + 8);
+                let z = if x == 0 { y } else { x };
+                let mut best = (x == 0) as usize * 8 + (z.trailing_zeros() / 8) as usize;
+                if best == 16 {
                     let max = (len - pos).min(MAX_MATCH);
-                    best = 8 + match_len(data, pos - dist + 8, pos + 8, max - 8);
+                    best = 16 + match_len(data, pos - dist + 16, pos + 16, max - 16);
                 }
                 tokens.matched(best, dist);
                 let end = pos + best;

@@ -13,8 +13,8 @@
 use super::bits::BitWriter;
 use super::block::{write_stored, write_sync_marker, BlockWriter, Plan};
 use super::lz77::{
-    parse_chain, parse_fast, ChainParams, FastTable, Tokens, FAST_BITS, HASH_BITS, MAX_TOKENS,
-    WINDOW,
+    fast_table_bits, parse_chain, parse_fast, ChainParams, FastTable, Tokens, FAST_BITS, HASH_BITS,
+    MAX_TOKENS, WINDOW,
 };
 
 /// Inputs longer than this are parsed as independent segments so tagged positions fit in u32.
@@ -87,8 +87,8 @@ impl Scratch {
     }
 
     fn compress_segment(&mut self, level: u8, data: &[u8], is_final: bool, w: &mut BitWriter<'_>) {
-        // Level 1: a table just large enough for the input (1 KB to 32 KB), cleared.
-        let bits = (usize::BITS - data.len().leading_zeros()).clamp(9, FAST_BITS);
+        // Level 1: a table just large enough for the input (2, 8 or 32 KB), cleared.
+        let bits = fast_table_bits(usize::BITS - data.len().leading_zeros());
         let base = if level == 1 {
             self.fast[..1 << bits].fill(0);
             0
