@@ -177,8 +177,16 @@ impl SliceWriter<'_> {
             self.acc >>= (bytes * 8) & 63;
             self.nbits &= 7;
         } else {
-            self.overflow = true;
+            self.overflowed();
         }
+    }
+
+    /// Drops what would not fit; [`BitWriter::with_reserved`] reports it.
+    #[cold]
+    fn overflowed(&mut self) {
+        self.overflow = true;
+        self.acc = 0;
+        self.nbits = 0;
     }
 }
 

@@ -20,8 +20,7 @@ struct Code {
     lit_lens: [u8; 288],
     dist_lens: [u8; 32],
     /// Per literal byte (0..256), then per match length − 3 (256..512, the length symbol's
-    /// code and its extra bits): `bits | nbits << 24`. Indexed by a token's low byte and its
-    /// match flag, so literals and matches take the same path.
+    /// code and its extra bits): `bits | nbits << 24`.
     sym: [u32; 512],
     /// The end-of-block symbol: `bits | nbits << 24`.
     eob: u32,
@@ -163,11 +162,13 @@ impl BlockWriter {
 
     /// Writes the tokens as the compressed block `plan` chose (not [`Plan::Stored`], which the
     /// caller writes from the raw bytes so that neighbouring stored blocks merge).
+    /// `raw` is the block's input, where the literal runs' bytes are.
     pub(crate) fn emit(
         &mut self,
         w: &mut BitWriter<'_>,
         plan: Plan,
         tokens: &Tokens,
+        raw: &[u8],
         is_final: bool,
     ) {
         match plan {
@@ -175,7 +176,7 @@ impl BlockWriter {
             Plan::Fixed { bits } => {
                 w.put(u64::from(is_final) | 0b01 << 1, 3);
                 w.with_reserved((bits / 8) as usize + 8, |s| {
-                    write_tokens(s, tokens.list(), &self.fixed)
+                    write_tokens(s, tokens.list(), raw, &self.fixed)
                 });
             }
             Plan::Dynamic { bits, header } => {
@@ -184,7 +185,7 @@ impl BlockWriter {
                 self.dynamic.build_tables();
                 self.write_header(w, header);
                 w.with_reserved((bits / 8) as usize + 8, |s| {
-                    write_tokens(s, tokens.list(), &self.dynamic)
+                    write_tokens(s, tokens.list(), raw, &self.dynamic)
                 });
             }
         }
@@ -312,57 +313,53 @@ fn symbol_bits(tokens: &Tokens, code: &Code) -> u64 {
     lit + dist
 }
 
-/// The hot loop: every token through the code's tables. Four literals in a row share one
-/// flush (literal codes are at most 14 bits: 56 bits); anything else flushes per token.
-fn write_tokens(outer: &mut SliceWriter<'_>, tokens: &[u32], code: &Code) {
+/// The hot loop: every token through the code's tables. A literal run's bytes come from `raw`
+/// (the block's input) four to a flush: literal codes are at most 14 bits, so four take 56.
+fn write_tokens(outer: &mut SliceWriter<'_>, tokens: &[u32], raw: &[u8], code: &Code) {
     let mut local = outer.local();
     let w = &mut local;
-    let lit = |w: &mut SliceWriter<'_>, t: u32| {
-        let e = code.sym[(t & 0xff) as usize];
+    let lit = |w: &mut SliceWriter<'_>, b: u8| {
+        let e = code.sym[usize::from(b)];
         w.put(u64::from(e & 0xff_ffff), e >> 24);
     };
-    let mut rest = tokens;
-    while let [a, b, c, d, ..] = *rest {
-        if (a | b | c | d) & MATCH_FLAG == 0 {
-            lit(w, a);
-            lit(w, b);
-            lit(w, c);
-            lit(w, d);
+    let mut at = 0;
+    for &t in tokens {
+        if t & MATCH_FLAG == 0 {
+            let run = &raw[at..at + t as usize];
+            at += run.len();
+            let mut quads = run.chunks_exact(4);
+            for q in &mut quads {
+                lit(w, q[0]);
+                lit(w, q[1]);
+                lit(w, q[2]);
+                lit(w, q[3]);
+                w.flush();
+            }
+            for &b in quads.remainder() {
+                lit(w, b);
+            }
             w.flush();
-            rest = &rest[4..];
         } else {
-            write_token(w, a, code);
-            rest = &rest[1..];
+            let l3 = (t & 0xff) as usize;
+            at += l3 + 3;
+            let e = code.sym[256 + l3];
+            w.put(u64::from(e & 0xff_ffff), e >> 24);
+            let d1 = u64::from((t >> 8) & 0x7fff);
+            let e = code.dist[((t >> 23) & 0x1f) as usize];
+            let extra = d1 + 1 - (e >> 32);
+            w.put(
+                (e & 0xffff) | extra << ((e >> 16) & 0xff),
+                ((e >> 24) & 0xff) as u32,
+            );
+            w.flush();
         }
     }
-    for &t in rest {
-        write_token(w, t, code);
-    }
+    debug_assert_eq!(at, raw.len());
     let e = code.eob;
     w.put(u64::from(e & 0xff_ffff), e >> 24);
     w.flush();
     let state = local.state();
     outer.absorb(state);
-}
-
-/// One literal or match, then a flush.
-#[inline(always)]
-fn write_token(w: &mut SliceWriter<'_>, t: u32, code: &Code) {
-    if t & MATCH_FLAG == 0 {
-        let e = code.sym[(t & 0xff) as usize];
-        w.put(u64::from(e & 0xff_ffff), e >> 24);
-    } else {
-        let e = code.sym[256 + (t & 0xff) as usize];
-        w.put(u64::from(e & 0xff_ffff), e >> 24);
-        let d1 = u64::from((t >> 8) & 0x7fff);
-        let e = code.dist[((t >> 23) & 0x1f) as usize];
-        let extra = d1 + 1 - (e >> 32);
-        w.put(
-            (e & 0xffff) | extra << ((e >> 16) & 0xff),
-            ((e >> 24) & 0xff) as u32,
-        );
-    }
-    w.flush();
 }
 
 /// Writes `raw` as stored blocks of at most 65,535 bytes; only the last may be final.

@@ -8,6 +8,9 @@
 //!
 //! Matches are emitted as tokens (see [`Tokens`]) while the literal/length and distance
 //! frequencies are counted, so the block writer needs no second pass to build its codes.
+//! Literals are not tokens of their own: a run of them is one token holding its length, and
+//! the writer reads the bytes from the input. The parse's miss path then touches nothing but
+//! the hash table, and the run's bytes are counted in one tight loop when the run ends.
 
 use super::tables::{dist_code, LENGTH_CODE};
 
@@ -28,10 +31,14 @@ pub(crate) const MAX_TOKENS: usize = 1 << 14;
 
 /// Tokens of the block being built and the symbol frequencies they imply.
 pub(crate) struct Tokens {
-    /// Literal: the byte. Match: `MATCH_FLAG | dist_code << 23 | (dist − 1) << 8 | (len − 3)`;
-    /// the distance code rides along so the writer needs no second lookup.
+    /// Literal run: its length, at least 1; the bytes are the block's input at the writer's
+    /// cursor. Match: `MATCH_FLAG | dist_code << 23 | (dist − 1) << 8 | (len − 3)`; the
+    /// distance code rides along so the writer needs no second lookup.
     buf: Box<[u32; MAX_TOKENS]>,
     len: usize,
+    /// Symbols the tokens stand for (literals plus matches); a block holds at most
+    /// [`MAX_TOKENS`], and never fewer than its tokens.
+    symbols: usize,
     /// Literal/length symbol counts (end of block not included).
     pub(crate) litlen: [u32; 286],
     /// Distance code counts.
@@ -47,6 +54,7 @@ impl Tokens {
         Tokens {
             buf,
             len: 0,
+            symbols: 0,
             litlen: [0; 286],
             dist: [0; 30],
         }
@@ -57,10 +65,10 @@ impl Tokens {
         &self.buf[..self.len]
     }
 
-    /// Whether the block is full; parsers stop here.
+    /// Symbols the block can still take; parsers stop before pending literals reach it.
     #[inline(always)]
-    fn is_full(&self) -> bool {
-        self.len >= MAX_TOKENS
+    fn room(&self) -> usize {
+        MAX_TOKENS - self.symbols
     }
 
     #[inline(always)]
@@ -74,14 +82,23 @@ impl Tokens {
 
     pub(crate) fn clear(&mut self) {
         self.len = 0;
+        self.symbols = 0;
         self.litlen = [0; 286];
         self.dist = [0; 30];
     }
 
+    /// A run of literals (nothing for an empty one); at most [`Self::room`] of them.
     #[inline(always)]
-    fn literal(&mut self, byte: u8) {
-        self.push(u32::from(byte));
-        self.litlen[usize::from(byte)] += 1;
+    fn literals(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        debug_assert!(bytes.len() <= self.room());
+        self.push(bytes.len() as u32);
+        self.symbols += bytes.len();
+        for &b in bytes {
+            self.litlen[usize::from(b)] += 1;
+        }
     }
 
     #[inline(always)]
@@ -90,6 +107,7 @@ impl Tokens {
         let (l3, d1) = ((len - 3) as u32, (dist - 1) as u32);
         let dc = dist_code(d1);
         self.push(MATCH_FLAG | (dc as u32) << 23 | d1 << 8 | l3);
+        self.symbols += 1;
         self.litlen[257 + usize::from(LENGTH_CODE[l3 as usize])] += 1;
         self.dist[dc] += 1;
     }
@@ -192,23 +210,24 @@ pub(crate) fn parse_chain(
             (best_len, best_dist)
         }
     };
-    while pos < limit && !tokens.is_full() {
+    // Literals since the last match: `data[lit_start..pos]`, written as one run.
+    let mut lit_start = pos;
+    while pos < limit && pos - lit_start < tokens.room() {
         insert(pos, head, prev);
         let mut next_inserted = false;
         let (mut mlen, mut dist) = find(pos, prev, 0);
         if mlen < MIN_MATCH {
-            tokens.literal(data[pos]);
             pos += 1;
             continue;
         }
         if params.lazy && mlen < params.nice {
-            // Take a literal while the next position offers a longer match.
-            while pos + 1 < limit && tokens.len + 1 < MAX_TOKENS {
+            // Take a literal while the next position offers a longer match (and the block
+            // has room for that literal and the match).
+            while pos + 1 < limit && pos + 2 - lit_start <= tokens.room() {
                 insert(pos + 1, head, prev);
                 next_inserted = true;
                 let (l1, d1) = find(pos + 1, prev, mlen);
                 if l1 > mlen {
-                    tokens.literal(data[pos]);
                     pos += 1;
                     mlen = l1;
                     dist = d1;
@@ -218,6 +237,7 @@ pub(crate) fn parse_chain(
                 }
             }
         }
+        tokens.literals(&data[lit_start..pos]);
         tokens.matched(mlen, dist);
         // Insert the covered positions (the lazy step may already have inserted `pos + 1`).
         let first = if next_inserted { pos + 2 } else { pos + 1 };
@@ -226,13 +246,26 @@ pub(crate) fn parse_chain(
             insert(p, head, prev);
         }
         pos += mlen;
+        lit_start = pos;
     }
+    end_literals(data, pos, lit_start, limit, tokens)
+}
+
+/// Ends a parse: the pending run of literals `data[lit_start..pos]` is written, extended to
+/// the end of the input when the parse reached `limit` (as far as the block has room).
+/// Returns the position reached.
+#[inline(always)]
+fn end_literals(
+    data: &[u8],
+    mut pos: usize,
+    lit_start: usize,
+    limit: usize,
+    tokens: &mut Tokens,
+) -> usize {
     if pos >= limit {
-        while pos < len && !tokens.is_full() {
-            tokens.literal(data[pos]);
-            pos += 1;
-        }
+        pos = data.len().min(lit_start + tokens.room());
     }
+    tokens.literals(&data[lit_start..pos]);
     pos
 }
 
@@ -298,8 +331,11 @@ fn parse_fast_sized<const BITS: u32>(
         ((word << (64 - 8 * FAST_HASH_BYTES)).wrapping_mul(0xcf1b_bcdc_b7a5_6463) >> shift) as usize
             & ((1 << FAST_BITS) - 1)
     };
-    let mut misses = 0u32;
-    while pos < limit && !tokens.is_full() {
+    // Literals since the last match are `data[lit_start..pos]`; the parse stops where they
+    // would overfill the block (`stop` moves on with each match).
+    let mut lit_start = pos;
+    let mut stop = limit.min(lit_start + tokens.room());
+    while pos < stop {
         let cur = read_u64(data, pos);
         let slot = &mut table[hash(cur)];
         let cand = *slot;
@@ -317,6 +353,7 @@ fn parse_fast_sized<const BITS: u32>(
                     let max = (len - pos).min(MAX_MATCH);
                     best = 16 + match_len(data, pos - dist + 16, pos + 16, max - 16);
                 }
+                tokens.literals(&data[lit_start..pos]);
                 tokens.matched(best, dist);
                 let end = pos + best;
                 if end + 8 < limit {
@@ -327,27 +364,18 @@ fn parse_fast_sized<const BITS: u32>(
                     table[hash(w)] = (pos + 1) as u16;
                 }
                 pos = end;
-                misses = 0;
+                lit_start = pos;
+                stop = limit.min(lit_start + tokens.room());
                 continue;
             }
         }
-        tokens.literal(cur as u8);
         pos += 1;
-        misses += 1;
+        // After 64 misses in a row, skip ahead further the longer the run: data that does
+        // not match is probably not going to.
+        let misses = pos - lit_start;
         if misses > 64 {
-            let skip = ((misses - 64) >> 4).min(32) as usize;
-            let stop = (pos + skip).min(limit);
-            while pos < stop && !tokens.is_full() {
-                tokens.literal(data[pos]);
-                pos += 1;
-            }
+            pos = (pos + ((misses - 64) >> 4).min(32)).min(stop);
         }
     }
-    if pos >= limit {
-        while pos < len && !tokens.is_full() {
-            tokens.literal(data[pos]);
-            pos += 1;
-        }
-    }
-    pos
+    end_literals(data, pos, lit_start, limit, tokens)
 }

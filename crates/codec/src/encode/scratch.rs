@@ -65,7 +65,7 @@ impl Scratch {
         if input.is_empty() {
             if is_final {
                 let plan = self.blocks.plan(&mut self.tokens, 0);
-                self.blocks.emit(&mut w, plan, &self.tokens, true);
+                self.blocks.emit(&mut w, plan, &self.tokens, &[], true);
             } else {
                 write_sync_marker(&mut w);
             }
@@ -135,7 +135,13 @@ impl Scratch {
                     if let Some(from) = stored_from.take() {
                         write_stored(w, &data[from..block_start], false);
                     }
-                    self.blocks.emit(w, plan, &self.tokens, is_final && done);
+                    self.blocks.emit(
+                        w,
+                        plan,
+                        &self.tokens,
+                        &data[block_start..pos],
+                        is_final && done,
+                    );
                 }
             }
             self.tokens.clear();
