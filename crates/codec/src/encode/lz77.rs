@@ -248,25 +248,41 @@ pub(crate) fn parse_chain(
         pos += mlen;
         lit_start = pos;
     }
-    end_literals(data, pos, lit_start, limit, tokens)
+    end_literals(data, pos, lit_start, pos >= limit, tokens)
 }
 
 /// Ends a parse: the pending run of literals `data[lit_start..pos]` is written, extended to
-/// the end of the input when the parse reached `limit` (as far as the block has room).
-/// Returns the position reached.
+/// the end of the input when the parse got as far as it can probe (as far as the block has
+/// room). Returns the position reached.
 #[inline(always)]
 fn end_literals(
     data: &[u8],
     mut pos: usize,
     lit_start: usize,
-    limit: usize,
+    at_end: bool,
     tokens: &mut Tokens,
 ) -> usize {
-    if pos >= limit {
+    if at_end {
         pos = data.len().min(lit_start + tokens.room());
     }
     tokens.literals(&data[lit_start..pos]);
     pos
+}
+
+/// Length of the match at `pos`, `dist` back, whose first 8 bytes XOR to `x` (at least the
+/// first 4 equal); `pos + 16 <= data.len()`.
+#[inline(always)]
+fn match_length(data: &[u8], pos: usize, dist: usize, x: u64) -> usize {
+    // Measure 16 bytes without a branch on the first 8: about half the matches here are
+    // shorter than 8, so that branch would be a coin toss.
+    let y = read_u64(data, pos - dist + 8) ^ read_u64(data, pos + 8);
+    let z = if x == 0 { y } else { x };
+    let best = (x == 0) as usize * 8 + (z.trailing_zeros() / 8) as usize;
+    if best < 16 {
+        return best;
+    }
+    let max = (data.len() - pos).min(MAX_MATCH);
+    16 + match_len(data, pos - dist + 16, pos + 16, max - 16)
 }
 
 /// Bits of the level-1 table index (16,384 entries of 16 bits: 32 KB, which stays in L1).
@@ -335,41 +351,56 @@ fn parse_fast_sized<const BITS: u32>(
     // would overfill the block (`stop` moves on with each match).
     let mut lit_start = pos;
     let mut stop = limit.min(lit_start + tokens.room());
-    while pos < stop {
+    // Two positions per step: both hashes come from one load and both table lookups are in
+    // flight at once; `pos + 1` is probed only when `pos` has no match. A match at `pos + 1`
+    // leaves `pos` as a literal, so the step needs room for one literal and one match.
+    while pos + 1 < stop {
         let cur = read_u64(data, pos);
-        let slot = &mut table[hash(cur)];
-        let cand = *slot;
-        *slot = pos as u16;
-        let dist = usize::from((pos as u16).wrapping_sub(cand));
-        if dist.wrapping_sub(1) < pos.min(WINDOW) {
-            let x = read_u64(data, pos - dist) ^ cur;
+        let (h0, h1) = (hash(cur), hash(cur >> 8));
+        let c0 = table[h0];
+        table[h0] = pos as u16;
+        let c1 = table[h1];
+        table[h1] = (pos + 1) as u16;
+        let mut at = pos;
+        let mut found = None;
+        let d0 = usize::from((pos as u16).wrapping_sub(c0));
+        if d0.wrapping_sub(1) < pos.min(WINDOW) {
+            let x = read_u64(data, pos - d0) ^ cur;
             if x as u32 == 0 {
-                // Measure 16 bytes without a branch on the first 8: about half the matches
-                // here are shorter than 8, so that branch would be a coin toss.
-                let y = read_u64(data, pos - dist + 8) ^ read_u64(data, pos + 8);
-                let z = if x == 0 { y } else { x };
-                let mut best = (x == 0) as usize * 8 + (z.trailing_zeros() / 8) as usize;
-                if best == 16 {
-                    let max = (len - pos).min(MAX_MATCH);
-                    best = 16 + match_len(data, pos - dist + 16, pos + 16, max - 16);
-                }
-                tokens.literals(&data[lit_start..pos]);
-                tokens.matched(best, dist);
-                let end = pos + best;
-                if end + 8 < limit {
-                    let w = read_u64(data, end - 2);
-                    table[hash(w)] = (end - 2) as u16;
-                    table[hash(w >> 8)] = (end - 1) as u16;
-                    let w = read_u64(data, pos + 1);
-                    table[hash(w)] = (pos + 1) as u16;
-                }
-                pos = end;
-                lit_start = pos;
-                stop = limit.min(lit_start + tokens.room());
-                continue;
+                found = Some((d0, x));
             }
         }
-        pos += 1;
+        if found.is_none() {
+            at = pos + 1;
+            let d1 = usize::from((at as u16).wrapping_sub(c1));
+            if d1.wrapping_sub(1) < at.min(WINDOW) {
+                let x = read_u64(data, at - d1) ^ read_u64(data, at);
+                if x as u32 == 0 {
+                    found = Some((d1, x));
+                }
+            }
+        }
+        if let Some((dist, x)) = found {
+            let best = match_length(data, at, dist, x);
+            tokens.literals(&data[lit_start..at]);
+            tokens.matched(best, dist);
+            let end = at + best;
+            if end + 8 < limit {
+                let w = read_u64(data, end - 2);
+                table[hash(w)] = (end - 2) as u16;
+                table[hash(w >> 8)] = (end - 1) as u16;
+                if at == pos + 1 {
+                    // `pos + 1` went in above; a match there gets `pos + 2`, as a match at
+                    // `pos` got `pos + 1`.
+                    table[hash(read_u64(data, at + 1))] = (at + 1) as u16;
+                }
+            }
+            pos = end;
+            lit_start = pos;
+            stop = limit.min(lit_start + tokens.room());
+            continue;
+        }
+        pos += 2;
         // After 64 misses in a row, skip ahead further the longer the run: data that does
         // not match is probably not going to.
         let misses = pos - lit_start;
@@ -377,5 +408,6 @@ fn parse_fast_sized<const BITS: u32>(
             pos = (pos + ((misses - 64) >> 4).min(32)).min(stop);
         }
     }
-    end_literals(data, pos, lit_start, limit, tokens)
+    // Positions from `limit - 1` on cannot take a two-position step.
+    end_literals(data, pos, lit_start, pos + 1 >= limit, tokens)
 }
