@@ -3,7 +3,7 @@
 /// Appends bits to a `Vec<u8>` the way deflate packs them (least significant bit first).
 ///
 /// The accumulator holds fewer than 8 bits after every [`BitWriter::flush`]; callers put at most
-/// 56 bits between flushes. Space is reserved up front with [`BitWriter::reserve`], so the hot
+/// 56 bits between flushes (63 held at most). Space is reserved up front with [`BitWriter::reserve`], so the hot
 /// path writes into an already-sized buffer.
 pub(crate) struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
@@ -32,46 +32,16 @@ impl<'a> BitWriter<'a> {
         }
     }
 
-    /// Adds the low `n` bits of `bits` (which has no bits set above them).
-    #[inline(always)]
+    /// Adds the low `n` bits of `bits` (which has no bits set above them), as
+    /// [`SliceWriter::put`]. For the cold paths (block headers, stored blocks); hot loops write
+    /// through [`BitWriter::with_reserved`].
     pub(crate) fn put(&mut self, bits: u64, n: u32) {
-        debug_assert!(self.nbits + n <= 64 && (n == 64 || bits >> n == 0));
-        self.acc |= bits << self.nbits;
-        self.nbits += n;
+        self.with_reserved(0, |s| s.put(bits, n));
     }
 
-    /// Moves whole bytes from the accumulator to the buffer.
-    #[inline(always)]
+    /// Moves whole bytes from the accumulator to the buffer, growing it as needed.
     pub(crate) fn flush(&mut self) {
-        let bytes = (self.nbits >> 3) as usize;
-        // `reserve` guarantees 8 writable bytes past `pos`; the slice check stays as a guard.
-        if let Some(dst) = self.out.get_mut(self.pos..self.pos + 8) {
-            dst.copy_from_slice(&self.acc.to_le_bytes());
-        } else {
-            self.slow_flush(bytes);
-            return;
-        }
-        self.pos += bytes;
-        self.acc = if bytes == 8 {
-            0
-        } else {
-            self.acc >> (bytes * 8)
-        };
-        self.nbits &= 7;
-    }
-
-    #[cold]
-    fn slow_flush(&mut self, bytes: usize) {
-        self.reserve(8);
-        let dst = &mut self.out[self.pos..self.pos + 8];
-        dst.copy_from_slice(&self.acc.to_le_bytes());
-        self.pos += bytes;
-        self.acc = if bytes == 8 {
-            0
-        } else {
-            self.acc >> (bytes * 8)
-        };
-        self.nbits &= 7;
+        self.with_reserved(0, |s| s.flush());
     }
 
     /// Pads with zero bits to the next byte boundary.
