@@ -268,8 +268,14 @@ impl Policy {
         idle_now(signals)
             && match signals.link {
                 // The current method has been measured, and cannot keep the link busy at
-                // the pace the kernel last saw it limit us (if it did).
-                Some(_) => self.speed.is_some() && !self.keeps_up(self.rung, self.link_rate),
+                // the pace the link has shown: the rate at which it limited us, or at least
+                // carried what we sent. Before any pace is known an empty queue says nothing:
+                // at the start the qdisc and the congestion window take bytes far faster than
+                // the link drains them, and a raw block sent then costs a slow link dearly.
+                Some(_) => {
+                    let pace = self.link_rate.max(self.floor_rate);
+                    self.speed.is_some() && pace > 0.0 && !self.keeps_up(self.rung, pace)
+                }
                 // Our queue alone: mix only once even the fastest rung cannot keep up (above
                 // it, an idle link first moves the ladder down).
                 None => self.rung == 0 && self.warmup_left == 0,
@@ -678,6 +684,34 @@ mod tests {
         // Bytes still unsent in the kernel: the link is busy, compress.
         link.notsent = 64 * 1024;
         assert_eq!(link.run(&mut policy, EVAL_BLOCKS, 500, 4.0), 0);
+    }
+
+    #[test]
+    fn an_empty_queue_gets_no_raw_block_before_the_link_has_shown_its_pace() {
+        // A 100 Mbit/s link behind a qdisc that takes the first bytes at once: nothing is
+        // unsent in the kernel and the writer's queue is empty, yet the link is the
+        // bottleneck. Until an evaluation has measured how fast the link carries bytes, an
+        // empty queue is no reason to send a raw block (docs/design/tunnel.md).
+        let mut policy = Policy::new(Choice::Auto, true);
+        let block = TEXT.repeat(2400);
+        let signals = Signals {
+            link: Some(Link {
+                notsent: 0,
+                bytes_acked: WARMUP_ACKED,
+                at: Duration::from_millis(5),
+            }),
+            ..full(true)
+        };
+        policy.full_block_sent(Sent {
+            signals,
+            waited: Duration::ZERO,
+            worked: Duration::from_micros(900),
+            compressed: Some((block.len(), block.len() / 4)),
+        });
+        assert_eq!(
+            policy.decide(&block, signals),
+            Decision::Compress(policy.method())
+        );
     }
 
     #[test]
