@@ -273,7 +273,7 @@ impl Policy {
                 // at the start the qdisc and the congestion window take bytes far faster than
                 // the link drains them, and a raw block sent then costs a slow link dearly.
                 Some(_) => {
-                    let pace = self.link_rate.max(self.floor_rate);
+                    let pace = self.pace();
                     self.speed.is_some() && pace > 0.0 && !self.keeps_up(self.rung, pace)
                 }
                 // Our queue alone: mix only once even the fastest rung cannot keep up (above
@@ -285,9 +285,15 @@ impl Policy {
     /// Whether the link took bytes [`FAST_LINK`] times faster than the fastest rung
     /// compresses.
     fn link_too_fast(&self) -> bool {
-        let rate = self.floor_rate.max(self.link_rate);
+        let rate = self.pace();
         self.predict(0)
             .is_some_and(|(speed, _)| rate >= FAST_LINK * speed)
+    }
+
+    /// The pace the link has shown, in bytes/s: the rate at which it limited us, or the rate
+    /// at which it at least carried what we sent; 0 until an evaluation has measured one.
+    fn pace(&self) -> f64 {
+        self.link_rate.max(self.floor_rate)
     }
 
     /// Whether `rung` makes compressed bytes at least as fast as a link of `link_rate`
