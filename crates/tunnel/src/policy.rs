@@ -23,8 +23,10 @@
 //!   queue instead: up when frames waited longer for the link than the next rung's extra
 //!   work would take, down when the queue was often empty.
 //! - **Mix, don't switch.** When a full block is ready, the writer's queue and the kernel's
-//!   unsent bytes are empty (the link would idle while the compressor works) and the current
-//!   method is too slow to keep the link busy at its measured rate, the block goes raw. On a
+//!   unsent bytes are empty, what was sent and still queues at the bottleneck drains before
+//!   the block could be compressed (the link would idle while the compressor works) and the
+//!   current method is too slow to keep the link busy at its measured rate, the block goes
+//!   raw. On a
 //!   link faster than the compressor this interleaves raw and compressed blocks so that
 //!   delivered bytes/s ≈ link + compressor × (1 − 1/ratio), above both "always raw" and
 //!   "always compress"; on a link the compressor keeps busy, no raw block goes in, however
@@ -145,6 +147,10 @@ pub struct Link {
     pub notsent: u32,
     /// Bytes the peer has acknowledged so far.
     pub bytes_acked: u64,
+    /// Bytes sent and not acknowledged yet: in the bottleneck's queue or on the wire.
+    pub in_flight: u64,
+    /// The connection's smallest round-trip time (zero if unknown).
+    pub min_rtt: Duration,
     /// When this was read, from any fixed start.
     pub at: Duration,
 }
@@ -256,30 +262,43 @@ impl Policy {
             Verdict::HighEntropy(_) => return Decision::Raw(RawReason::Entropy),
             Verdict::Compressible => {}
         }
-        if signals.full && (self.link_too_fast() || self.link_would_idle(&signals)) {
+        if signals.full && (self.link_too_fast() || self.link_would_idle(block.len(), &signals)) {
             return Decision::Raw(RawReason::LinkIdle);
         }
         Decision::Compress(method)
     }
 
-    /// Whether sending a full block raw now keeps an otherwise idle link busy, rather than
-    /// pushing ratio-less bytes into a link that is the bottleneck.
-    fn link_would_idle(&self, signals: &Signals) -> bool {
-        idle_now(signals)
-            && match signals.link {
-                // The current method has been measured, and cannot keep the link busy at
-                // the pace the link has shown: the rate at which it limited us, or at least
-                // carried what we sent. Before any pace is known an empty queue says nothing:
-                // at the start the qdisc and the congestion window take bytes far faster than
-                // the link drains them, and a raw block sent then costs a slow link dearly.
-                Some(_) => {
-                    let pace = self.pace();
-                    self.speed.is_some() && pace > 0.0 && !self.keeps_up(self.rung, pace)
-                }
-                // Our queue alone: mix only once even the fastest rung cannot keep up (above
-                // it, an idle link first moves the ladder down).
-                None => self.rung == 0 && self.warmup_left == 0,
-            }
+    /// Whether sending a full block of `len` bytes raw now keeps an otherwise idle link busy,
+    /// rather than pushing ratio-less bytes into a link that is the bottleneck.
+    fn link_would_idle(&self, len: usize, signals: &Signals) -> bool {
+        if !idle_now(signals) {
+            return false;
+        }
+        let Some(link) = signals.link else {
+            // Our queue alone: mix only once even the fastest rung cannot keep up (above it,
+            // an idle link first moves the ladder down).
+            return self.rung == 0 && self.warmup_left == 0;
+        };
+        // The current method has been measured, and cannot keep the link busy at the pace
+        // the link has shown: the rate at which it limited us, or at least carried what we
+        // sent. Before any pace is known an empty queue says nothing: at the start the qdisc
+        // and the congestion window take bytes far faster than the link drains them, and a
+        // raw block sent then costs a slow link dearly.
+        let pace = self.pace();
+        let Some(speed) = self.speed else {
+            return false;
+        };
+        if pace <= 0.0 || self.keeps_up(self.rung, pace) {
+            return false;
+        }
+        // And the link really runs dry before this block could be compressed: what waits
+        // ahead of it (unsent in the kernel, or sent and queued at the bottleneck beyond one
+        // minimum round trip's worth of bytes merely travelling) drains sooner. An empty
+        // socket says little on its own: a bottleneck queue behind it can hold milliseconds
+        // of data, and a raw block sent into it displaces `ratio` compressed ones.
+        let travelling = pace * link.min_rtt.as_secs_f64();
+        let queued = f64::from(link.notsent) + (link.in_flight as f64 - travelling).max(0.0);
+        queued / pace < len as f64 / speed
     }
 
     /// Whether the link took bytes [`FAST_LINK`] times faster than the fastest rung
@@ -604,6 +623,9 @@ mod tests {
     struct Sim {
         rate: f64,
         notsent: u32,
+        /// Bytes sent and unacknowledged after each block, and the path's round trip.
+        in_flight: u64,
+        min_rtt: Duration,
         at: Duration,
         acked: u64,
     }
@@ -613,6 +635,8 @@ mod tests {
             Sim {
                 rate,
                 notsent,
+                in_flight: 0,
+                min_rtt: Duration::ZERO,
                 at: Duration::ZERO,
                 acked: 0,
             }
@@ -623,6 +647,8 @@ mod tests {
                 link: Some(Link {
                     notsent: self.notsent,
                     bytes_acked: self.acked,
+                    in_flight: self.in_flight,
+                    min_rtt: self.min_rtt,
                     at: self.at,
                 }),
                 ..full(true)
@@ -693,6 +719,27 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_at_the_bottleneck_gets_no_raw_block_however_empty_the_socket() {
+        // 300 MB/s; the compressor turns a 130 KB block into 32 KB in 0.5 ms. Nothing is
+        // unsent in the kernel, but 1 MB sent waits in the bottleneck's queue (3.3 ms of the
+        // link): a raw block would displace four compressed ones, and the link does not run
+        // dry while the next block is compressed.
+        let mut policy = Policy::new(Choice::Auto, true);
+        let mut link = Sim::new(3e8, 0);
+        link.in_flight = 1 << 20;
+        assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 4, 500, 4.0), 0);
+        // The same bytes in flight on a 20 ms path are merely travelling (at the 65 MB/s the
+        // link has shown, 1.3 MB fit in one round trip): the bottleneck is empty, and raw
+        // blocks go in.
+        link.min_rtt = Duration::from_millis(20);
+        assert!(link.run(&mut policy, EVAL_BLOCKS * 4, 500, 4.0) > 0);
+        // Less queued than the link drains while a block is compressed: raw blocks too.
+        link.min_rtt = Duration::ZERO;
+        link.in_flight = 16 * 1024;
+        assert!(link.run(&mut policy, EVAL_BLOCKS * 4, 500, 4.0) > 0);
+    }
+
+    #[test]
     fn an_empty_queue_gets_no_raw_block_before_the_link_has_shown_its_pace() {
         // A 100 Mbit/s link behind a qdisc that takes the first bytes at once: nothing is
         // unsent in the kernel and the writer's queue is empty, yet the link is the
@@ -702,9 +749,9 @@ mod tests {
         let block = TEXT.repeat(2400);
         let signals = Signals {
             link: Some(Link {
-                notsent: 0,
                 bytes_acked: WARMUP_ACKED,
                 at: Duration::from_millis(5),
+                ..Link::default()
             }),
             ..full(true)
         };

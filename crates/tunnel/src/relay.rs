@@ -369,6 +369,8 @@ fn link_state(probe: &LinkProbe, start: Instant) -> Option<Link> {
     Some(Link {
         notsent: info.notsent,
         bytes_acked: info.bytes_acked,
+        in_flight: info.in_flight,
+        min_rtt: info.min_rtt,
         at: start.elapsed(),
     })
 }

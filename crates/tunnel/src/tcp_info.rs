@@ -1,5 +1,6 @@
 //! What the kernel knows about the tunnel's TCP connection (Linux `TCP_INFO`): how many bytes
-//! the peer has acknowledged, and how many written bytes are still waiting to go out.
+//! the peer has acknowledged, how many written bytes are still waiting to go out, and how many
+//! are on their way (sent, not yet acknowledged).
 //!
 //! The policy needs this because nothing in user space can tell a slow link from a fast one
 //! while socket buffers, the congestion window and the bottleneck's queue are still taking
@@ -19,6 +20,12 @@ pub struct TcpInfo {
     pub notsent: u32,
     /// Bytes the peer has acknowledged so far.
     pub bytes_acked: u64,
+    /// Bytes sent and not yet acknowledged (unacknowledged segments times the sender's MSS):
+    /// what sits in the bottleneck's queue and on the wire.
+    pub in_flight: u64,
+    /// The smallest round-trip time seen on the connection (`tcpi_min_rtt`; zero before the
+    /// first sample).
+    pub min_rtt: std::time::Duration,
 }
 
 /// A handle on a TCP socket to read [`TcpInfo`] from, for as long as the probe lives.
@@ -45,12 +52,18 @@ impl LinkProbe {
 /// Byte offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h); a test checks them
 /// against the libc crate's definition.
 mod layout {
+    /// `tcpi_snd_mss`, u32.
+    pub const SND_MSS: usize = 16;
+    /// `tcpi_unacked`, u32: segments sent and not acknowledged.
+    pub const UNACKED: usize = 24;
     /// `tcpi_bytes_acked`, u64 (Linux 4.1).
     pub const BYTES_ACKED: usize = 120;
     /// `tcpi_notsent_bytes`, u32 (Linux 4.6).
     pub const NOTSENT: usize = 144;
+    /// `tcpi_min_rtt`, u32 microseconds (Linux 4.6).
+    pub const MIN_RTT: usize = 148;
     /// Bytes up to the end of the last field read.
-    pub const NEEDED: usize = NOTSENT + 4;
+    pub const NEEDED: usize = MIN_RTT + 4;
 }
 
 /// Decodes the fields the policy uses from the raw bytes the kernel filled in.
@@ -64,6 +77,12 @@ fn parse(raw: &[u8]) -> Option<TcpInfo> {
     Some(TcpInfo {
         notsent: u32_at(layout::NOTSENT)?,
         bytes_acked: u64_at(layout::BYTES_ACKED)?,
+        in_flight: u64::from(u32_at(layout::UNACKED)?) * u64::from(u32_at(layout::SND_MSS)?),
+        // Before its first sample the kernel reports `u32::MAX` (no minimum yet).
+        min_rtt: match u32_at(layout::MIN_RTT)? {
+            u32::MAX => std::time::Duration::ZERO,
+            us => std::time::Duration::from_micros(u64::from(us)),
+        },
     })
 }
 
@@ -130,6 +149,9 @@ mod tests {
             offset_of!(libc::tcp_info, tcpi_notsent_bytes),
             layout::NOTSENT
         );
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_snd_mss), layout::SND_MSS);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_unacked), layout::UNACKED);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_min_rtt), layout::MIN_RTT);
     }
 
     #[test]
@@ -137,9 +159,14 @@ mod tests {
         assert_eq!(parse(&[]), None);
         assert_eq!(parse(&[0; layout::NEEDED - 1]), None);
         let mut raw = [0u8; layout::NEEDED];
-        raw[layout::NOTSENT..].copy_from_slice(&1234u32.to_ne_bytes());
+        raw[layout::NOTSENT..layout::NOTSENT + 4].copy_from_slice(&1234u32.to_ne_bytes());
+        raw[layout::UNACKED..layout::UNACKED + 4].copy_from_slice(&3u32.to_ne_bytes());
+        raw[layout::SND_MSS..layout::SND_MSS + 4].copy_from_slice(&1448u32.to_ne_bytes());
+        raw[layout::MIN_RTT..].copy_from_slice(&250u32.to_ne_bytes());
         let info = parse(&raw).unwrap();
         assert_eq!(info.notsent, 1234);
+        assert_eq!(info.in_flight, 3 * 1448);
+        assert_eq!(info.min_rtt, std::time::Duration::from_micros(250));
     }
 
     #[cfg(target_os = "linux")]
@@ -160,6 +187,8 @@ mod tests {
         let info = probe.read().expect("Linux reports TCP_INFO");
         assert!(info.bytes_acked >= data.len() as u64, "{info:?}");
         assert_eq!(info.notsent, 0, "{info:?}");
+        assert_eq!(info.in_flight, 0, "{info:?}");
+        assert!(info.min_rtt > std::time::Duration::ZERO, "{info:?}");
     }
 
     #[test]
