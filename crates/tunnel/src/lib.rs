@@ -14,7 +14,8 @@
 //! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
 //! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
 //!   numbers, a sampled entropy, past failures, and the link's pace: the kernel's delivery
-//!   rate and unsent bytes ([`tcp_info`]), or else whether the writer waits for frames.
+//!   rate and unsent bytes ([`tcp_info`]), or else whether the writer waits for frames;
+//!   [`pace_memory`] hands the pace one connection measured to the next.
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.
 //! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report.
@@ -51,6 +52,7 @@ pub mod endpoint;
 pub mod frame;
 pub mod handshake;
 pub mod keygen;
+pub mod pace_memory;
 pub mod policy;
 pub mod relay;
 pub mod stats;

@@ -130,6 +130,15 @@ impl RawReason {
     }
 }
 
+/// What a connection measured of the link's pace, in bytes/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pace {
+    /// The link limited the transfer at this rate.
+    Limited(f64),
+    /// The link carried at least this much (the sender set the pace).
+    AtLeast(f64),
+}
+
 /// What to do with one block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -206,6 +215,8 @@ pub struct Policy {
     /// the last one that we limited (the link is at least that fast).
     link_rate: f64,
     floor_rate: f64,
+    /// A pace recalled from an earlier connection ([`Policy::recall_pace`]).
+    recalled: f64,
     kernel: bool,
 }
 
@@ -231,7 +242,31 @@ impl Policy {
             backlogged: 0,
             link_rate: 0.0,
             floor_rate: 0.0,
+            recalled: 0.0,
             kernel: false,
+        }
+    }
+
+    /// Starts from a pace an earlier connection over the same path measured (see
+    /// [`Policy::measured_pace`]): the link is taken to carry at least `bytes_per_s` until an
+    /// evaluation shows it limiting below that. Without it every connection would compress
+    /// its first blocks to learn what the last one knew, which on a link far faster than the
+    /// compressor costs a short transfer a tenth or more of its rate.
+    pub fn recall_pace(&mut self, bytes_per_s: f64) {
+        if bytes_per_s.is_finite() && bytes_per_s > 0.0 {
+            self.recalled = bytes_per_s;
+        }
+    }
+
+    /// What this connection's evaluations measured of the link (a recalled pace not
+    /// included), if anything.
+    pub fn measured_pace(&self) -> Option<Pace> {
+        if self.link_rate > 0.0 {
+            Some(Pace::Limited(self.link_rate))
+        } else if self.floor_rate > 0.0 {
+            Some(Pace::AtLeast(self.floor_rate))
+        } else {
+            None
         }
     }
 
@@ -310,9 +345,10 @@ impl Policy {
     }
 
     /// The pace the link has shown, in bytes/s: the rate at which it limited us, or the rate
-    /// at which it at least carried what we sent; 0 until an evaluation has measured one.
+    /// at which it at least carried what we sent (or an earlier connection's, recalled); 0
+    /// until an evaluation has measured one.
     fn pace(&self) -> f64 {
-        self.link_rate.max(self.floor_rate)
+        self.link_rate.max(self.floor_rate).max(self.recalled)
     }
 
     /// Whether `rung` makes compressed bytes at least as fast as a link of `link_rate`
@@ -441,6 +477,11 @@ impl Policy {
         if self.backlogged * 2 <= self.seen {
             self.floor_rate = rate;
             return None;
+        }
+        // The link limited us below a pace remembered from an earlier connection: the path
+        // is not what it was.
+        if rate < self.recalled {
+            self.recalled = 0.0;
         }
         // Acknowledgements come in bursts: smooth over evaluations.
         self.link_rate = if self.link_rate > 0.0 {
@@ -765,6 +806,33 @@ mod tests {
             policy.decide(&block, signals),
             Decision::Compress(policy.method())
         );
+    }
+
+    #[test]
+    fn a_recalled_fast_pace_sends_raw_at_once_and_a_slow_link_overrules_it() {
+        // An earlier connection saw 2 GB/s: once one block has measured the compressor, full
+        // blocks go raw, with nothing acknowledged yet.
+        let mut policy = Policy::new(Choice::Auto, true);
+        policy.recall_pace(2e9);
+        let mut link = Sim::new(2e9, 0);
+        let blocks = EVAL_BLOCKS * 2;
+        assert_eq!(link.run(&mut policy, blocks, 500, 4.0), blocks as usize - 1);
+        // Without the memory, the same link gets compressed blocks first.
+        let mut fresh = Policy::new(Choice::Auto, true);
+        let mut link = Sim::new(2e9, 0);
+        assert_eq!(link.run(&mut fresh, blocks, 500, 4.0), 0);
+        // The same memory on a path now at 10 Mbit/s: the raw blocks back up in the kernel,
+        // an evaluation measures the link limiting far below, and compression comes back.
+        let mut policy = Policy::new(Choice::Auto, true);
+        policy.recall_pace(2e9);
+        let mut link = Sim::new(1.25e6, 64 * 1024);
+        link.run(&mut policy, EVAL_BLOCKS * 3, 500, 4.0);
+        assert!(
+            matches!(policy.measured_pace(), Some(Pace::Limited(rate)) if rate < 2e6),
+            "{:?}",
+            policy.measured_pace()
+        );
+        assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use zipwire_adapt::Budget;
 
 use crate::blocks::{BlockDecoder, BlockEncoder, BlockError};
 use crate::frame::{self, FrameError, Head, Method, DATA_HEADER_LEN};
+use crate::pace_memory::PaceMemory;
 use crate::policy::{Choice, Decision, Link, Policy, RawReason, Sent, Signals};
 use crate::stats::Stats;
 use crate::tcp_info::LinkProbe;
@@ -53,6 +54,7 @@ pub struct Shared {
     pub budget: Option<Mutex<Budget>>,
     compress_nanos: AtomicU64,
     compress_bytes: AtomicU64,
+    pace: Mutex<PaceMemory>,
 }
 
 impl Shared {
@@ -65,7 +67,12 @@ impl Shared {
             budget: budget.map(Mutex::new),
             compress_nanos: AtomicU64::new(0),
             compress_bytes: AtomicU64::new(0),
+            pace: Mutex::new(PaceMemory::default()),
         }
+    }
+
+    fn pace_memory(&self) -> std::sync::MutexGuard<'_, PaceMemory> {
+        self.pace.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Counts a compression against the CPU budget; returns whether the budget is spent.
@@ -203,7 +210,10 @@ where
     let (tx, rx) = mpsc::channel(QUEUE_FRAMES);
     let (cancel, cancelled) = watch::channel(false);
 
-    let policy = Policy::new(shared.choice.clone(), zstd);
+    let mut policy = Policy::new(shared.choice.clone(), zstd);
+    if let Some(pace) = shared.pace_memory().recall(Instant::now()) {
+        policy.recall_pace(pace);
+    }
     let sender = send_loop(
         local.clone(),
         tx.clone(),
@@ -359,6 +369,9 @@ async fn send_loop(
                 worked: time,
                 compressed: measured,
             });
+            if let Some(pace) = policy.measured_pace() {
+                shared.pace_memory().remember(pace, Instant::now());
+            }
         }
     }
 }
