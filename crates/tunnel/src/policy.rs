@@ -292,12 +292,17 @@ impl Policy {
             self.skip_left -= 1;
             return Decision::Raw(RawReason::Backoff);
         }
+        // A link far faster than the compressor takes the block raw whatever it holds: no
+        // need to sample it.
+        if signals.full && self.link_too_fast() {
+            return Decision::Raw(RawReason::LinkIdle);
+        }
         match detect::inspect(block) {
             Verdict::Magic(_) => return Decision::Raw(RawReason::Magic),
             Verdict::HighEntropy(_) => return Decision::Raw(RawReason::Entropy),
             Verdict::Compressible => {}
         }
-        if signals.full && (self.link_too_fast() || self.link_would_idle(block.len(), &signals)) {
+        if signals.full && self.link_would_idle(block.len(), &signals) {
             return Decision::Raw(RawReason::LinkIdle);
         }
         Decision::Compress(method)
