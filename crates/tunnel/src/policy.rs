@@ -331,13 +331,14 @@ impl Policy {
         if pace <= 0.0 || self.keeps_up(self.rung, pace) {
             return false;
         }
-        // And the link really runs dry before this block could be compressed: what waits
-        // ahead of it (unsent in the kernel, or sent and queued at the bottleneck beyond one
-        // minimum round trip's worth of bytes merely travelling) drains sooner. An empty
-        // socket says little on its own: a bottleneck queue behind it can hold milliseconds
-        // of data, and a raw block sent into it displaces `ratio` compressed ones.
+        // And the link really runs dry before this block could be compressed. The kernel has
+        // nothing unsent ([`idle_now`]), but what it sent may still queue at the bottleneck:
+        // the bytes in flight beyond one minimum round trip's worth merely travelling. That
+        // queue must drain sooner. An empty socket says little on its own: a bottleneck
+        // queue behind it can hold milliseconds of data, and a raw block sent into it
+        // displaces `ratio` compressed ones.
         let travelling = pace * link.min_rtt.as_secs_f64();
-        let queued = f64::from(link.notsent) + (link.in_flight as f64 - travelling).max(0.0);
+        let queued = (link.in_flight as f64 - travelling).max(0.0);
         queued / pace < len as f64 / speed
     }
 
