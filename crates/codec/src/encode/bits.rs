@@ -141,14 +141,14 @@ impl SliceWriter<'_> {
     #[inline(always)]
     pub(crate) fn flush(&mut self) {
         let bytes = (self.nbits >> 3) as usize;
-        if let Some(dst) = self.buf.get_mut(self.pos..self.pos + 8) {
-            dst.copy_from_slice(&self.acc.to_le_bytes());
-            self.pos += bytes;
-            self.acc >>= (bytes * 8) & 63;
-            self.nbits &= 7;
-        } else {
-            self.overflowed();
+        // `pos` never exceeds the slice's length, so `pos + 8` cannot wrap.
+        if self.buf.len() - self.pos < 8 {
+            return self.overflowed();
         }
+        self.buf[self.pos..][..8].copy_from_slice(&self.acc.to_le_bytes());
+        self.pos += bytes;
+        self.acc >>= (bytes * 8) & 63;
+        self.nbits &= 7;
     }
 
     /// Drops what would not fit; [`BitWriter::with_reserved`] reports it.

@@ -335,9 +335,20 @@ fn write_tokens(outer: &mut SliceWriter<'_>, tokens: &[u32], raw: &[u8], code: &
                 lit(w, q[3]);
                 w.flush();
             }
-            for &b in quads.remainder() {
-                lit(w, b);
+            // The last 0-3 literals without a branch on how many: a count that varies from
+            // run to run would be a coin toss. Bytes past the run are read (clamped to the
+            // block) but put as zero bits.
+            let left = quads.remainder().len();
+            let last = raw.len() - 1;
+            let mut acc = 0;
+            let mut n = 0;
+            for i in 0..3 {
+                let e = code.sym[usize::from(raw[(at - left + i).min(last)])];
+                let keep = 0u32.wrapping_sub(u32::from(i < left));
+                acc |= u64::from(e & 0xff_ffff & keep) << n;
+                n += (e >> 24) & keep;
             }
+            w.put(acc, n);
             w.flush();
         } else {
             let l3 = (t & 0xff) as usize;

@@ -101,6 +101,26 @@ impl Tokens {
         }
     }
 
+    /// A run of `len` literals whose bytes the parse has already counted with
+    /// [`Self::count`]; at most [`Self::room`] of them.
+    #[inline(always)]
+    fn counted_literals(&mut self, len: usize) {
+        if len == 0 {
+            return;
+        }
+        debug_assert!(len <= self.room());
+        self.push(len as u32);
+        self.symbols += len;
+    }
+
+    /// Counts literal bytes for a later [`Self::counted_literals`].
+    #[inline(always)]
+    fn count(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.litlen[usize::from(b)] += 1;
+        }
+    }
+
     #[inline(always)]
     fn matched(&mut self, len: usize, dist: usize) {
         debug_assert!((3..=MAX_MATCH).contains(&len) && (1..=WINDOW).contains(&dist));
@@ -382,7 +402,10 @@ fn parse_fast_sized<const BITS: u32>(
         }
         if let Some((dist, x)) = found {
             let best = match_length(data, at, dist, x);
-            tokens.literals(&data[lit_start..at]);
+            if at != pos {
+                tokens.litlen[(cur & 0xff) as usize] += 1;
+            }
+            tokens.counted_literals(at - lit_start);
             tokens.matched(best, dist);
             let end = at + best;
             if end + 8 < limit {
@@ -400,14 +423,28 @@ fn parse_fast_sized<const BITS: u32>(
             stop = limit.min(lit_start + tokens.room());
             continue;
         }
+        // Both positions are literals now, whatever comes next: counting them here spares
+        // the run a counting loop of its own, whose exit would be a coin toss per match.
+        tokens.litlen[(cur & 0xff) as usize] += 1;
+        tokens.litlen[(cur >> 8 & 0xff) as usize] += 1;
         pos += 2;
         // After 64 misses in a row, skip ahead further the longer the run: data that does
         // not match is probably not going to.
         let misses = pos - lit_start;
         if misses > 64 {
-            pos = (pos + ((misses - 64) >> 4).min(32)).min(stop);
+            let skip_to = (pos + ((misses - 64) >> 4).min(32)).min(stop);
+            tokens.count(&data[pos..skip_to]);
+            pos = skip_to;
         }
     }
-    // Positions from `limit - 1` on cannot take a two-position step.
-    end_literals(data, pos, lit_start, pos + 1 >= limit, tokens)
+    // Positions from `limit - 1` on cannot take a two-position step; `data[lit_start..pos]`
+    // is counted already.
+    let end = if pos + 1 >= limit {
+        data.len().min(lit_start + tokens.room())
+    } else {
+        pos
+    };
+    tokens.count(&data[pos..end]);
+    tokens.counted_literals(end - lit_start);
+    end
 }
