@@ -402,21 +402,19 @@ fn parse_fast_sized<const BITS: u32>(
         }
         if let Some((dist, x)) = found {
             let best = match_length(data, at, dist, x);
-            if at != pos {
-                tokens.litlen[(cur & 0xff) as usize] += 1;
-            }
+            // `pos` is a literal when the match is at `pos + 1`.
+            tokens.litlen[(cur & 0xff) as usize] += (at - pos) as u32;
             tokens.counted_literals(at - lit_start);
             tokens.matched(best, dist);
             let end = at + best;
             if end + 8 < limit {
+                // A match at `pos` has `pos + 1` inserted above; a match at `pos + 1` gets
+                // `pos + 2` here. Without a branch: for a match at `pos` this stores what
+                // the entry already holds.
+                table[hash(read_u64(data, at + 1))] = (at + 1) as u16;
                 let w = read_u64(data, end - 2);
                 table[hash(w)] = (end - 2) as u16;
                 table[hash(w >> 8)] = (end - 1) as u16;
-                if at == pos + 1 {
-                    // `pos + 1` went in above; a match there gets `pos + 2`, as a match at
-                    // `pos` got `pos + 1`.
-                    table[hash(read_u64(data, at + 1))] = (at + 1) as u16;
-                }
             }
             pos = end;
             lit_start = pos;
