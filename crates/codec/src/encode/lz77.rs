@@ -90,15 +90,8 @@ impl Tokens {
     /// A run of literals (nothing for an empty one); at most [`Self::room`] of them.
     #[inline(always)]
     fn literals(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        debug_assert!(bytes.len() <= self.room());
-        self.push(bytes.len() as u32);
-        self.symbols += bytes.len();
-        for &b in bytes {
-            self.litlen[usize::from(b)] += 1;
-        }
+        self.count(bytes);
+        self.counted_literals(bytes.len());
     }
 
     /// A run of `len` literals whose bytes the parse has already counted with
@@ -268,24 +261,26 @@ pub(crate) fn parse_chain(
         pos += mlen;
         lit_start = pos;
     }
-    end_literals(data, pos, lit_start, pos >= limit, tokens)
+    end_literals(data, pos, (lit_start, lit_start), pos >= limit, tokens)
 }
 
-/// Ends a parse: the pending run of literals `data[lit_start..pos]` is written, extended to
-/// the end of the input when the parse got as far as it can probe (as far as the block has
-/// room). Returns the position reached.
+/// Ends a parse: the pending run of literals `data[lit_start..pos]`, of which the parse has
+/// counted `data[lit_start..counted]`, is written, extended to the end of the input when the
+/// parse got as far as it can probe (as far as the block has room). Returns the position
+/// reached.
 #[inline(always)]
 fn end_literals(
     data: &[u8],
     mut pos: usize,
-    lit_start: usize,
+    (lit_start, counted): (usize, usize),
     at_end: bool,
     tokens: &mut Tokens,
 ) -> usize {
     if at_end {
         pos = data.len().min(lit_start + tokens.room());
     }
-    tokens.literals(&data[lit_start..pos]);
+    tokens.count(&data[counted..pos]);
+    tokens.counted_literals(pos - lit_start);
     pos
 }
 
@@ -435,14 +430,6 @@ fn parse_fast_sized<const BITS: u32>(
             pos = skip_to;
         }
     }
-    // Positions from `limit - 1` on cannot take a two-position step; `data[lit_start..pos]`
-    // is counted already.
-    let end = if pos + 1 >= limit {
-        data.len().min(lit_start + tokens.room())
-    } else {
-        pos
-    };
-    tokens.count(&data[pos..end]);
-    tokens.counted_literals(end - lit_start);
-    end
+    // Positions from `limit - 1` on cannot take a two-position step.
+    end_literals(data, pos, (lit_start, pos), pos + 1 >= limit, tokens)
 }
