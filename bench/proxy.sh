@@ -189,9 +189,11 @@ start_proxy() {
                 > "$WORK/proxy.log" 2>&1 &
             ;;
         zipwire)
+            # No access log, like the others here (nginx: access_log off; HAProxy and Caddy:
+            # none configured).
             taskset -c "$cpu" "$ZIPWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
                 --upstream "http://127.0.0.1:$ORIGIN_PORT" --threads 1 --level "$ZIPWIRE_LEVEL" \
-                > "$WORK/proxy.log" 2>&1 &
+                --no-access-log > "$WORK/proxy.log" 2>&1 &
             ;;
         *) die "unknown proxy $1" ;;
     esac

@@ -184,6 +184,8 @@ pub(crate) struct AccessLog {
     outcome: Outcome,
     /// Compression buffer memory this response holds against the cap, released on drop.
     permit: Option<Permit>,
+    /// Whether the line is written (the counters are kept either way).
+    write_line: bool,
 }
 
 impl AccessLog {
@@ -208,7 +210,13 @@ impl AccessLog {
             codec: None,
             outcome: Outcome::Dropped,
             permit: None,
+            write_line: true,
         }
+    }
+
+    /// Keeps the counters but writes no line (`access_log = false`).
+    pub(crate) fn silence(&mut self) {
+        self.write_line = false;
     }
 
     /// Keeps a memory permit until the response is done.
@@ -255,6 +263,9 @@ impl Drop for AccessLog {
         if self.codec.is_some() {
             // The codec's bytes and time went to the server totals call by call.
             Counters::drop_one(&counters.active_streams);
+        }
+        if !self.write_line {
+            return;
         }
         let received = self.received.load(Ordering::Relaxed);
         let ratio = if self.sent == 0 {

@@ -27,7 +27,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, debug_span, info, info_span, warn, Instrument};
 
 use crate::admin::{self, AdminState};
 use crate::budget;
@@ -304,7 +304,7 @@ impl Connection {
         let service = service_fn(move |request: Request<Incoming>| {
             let proxy = proxy.clone();
             let span =
-                info_span!("request", method = %request.method(), path = %request.uri().path());
+                debug_span!("request", method = %request.method(), path = %request.uri().path());
             async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }.instrument(span)
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));

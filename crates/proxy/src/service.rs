@@ -53,6 +53,7 @@ pub(crate) struct Proxy {
     gunzip: Option<Limits>,
     forwarded_for: bool,
     via: Option<ViaEntries>,
+    access_log: bool,
     counters: Arc<Counters>,
     throttle: Throttle,
     memory: MemoryGate,
@@ -93,6 +94,7 @@ impl Proxy {
             }),
             forwarded_for: config.forwarding.x_forwarded_for,
             via,
+            access_log: config.access_log,
             counters,
             throttle,
             memory,
@@ -113,6 +115,9 @@ impl Proxy {
             Instant::now(),
             self.counters.clone(),
         );
+        if !self.access_log {
+            log.silence();
+        }
         let facts = match self.request_filter(&parts) {
             Ok(facts) => facts,
             Err(error) => return self.error_response(&error, log),

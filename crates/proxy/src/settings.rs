@@ -36,6 +36,8 @@ pub struct ProxyConfig {
     pub down_time: Duration,
     /// Address of the admin listener (`/stats`, `/metrics`); off when `None`.
     pub admin: Option<SocketAddr>,
+    /// One `access` log line (tracing, level info) per request. Default on.
+    pub access_log: bool,
 }
 
 impl ProxyConfig {
@@ -52,6 +54,7 @@ impl ProxyConfig {
             limits: ClientLimits::default(),
             down_time: Duration::from_secs(10),
             admin: None,
+            access_log: true,
         }
     }
 }

@@ -91,6 +91,10 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
     pub admin: Option<SocketAddr>,
 
+    /// No access log line per request (nginx `access_log off`) [default: on]
+    #[arg(long)]
+    pub no_access_log: bool,
+
     /// Responses with a known length below this many bytes pass uncompressed [default: 256]
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub min_length: Option<u64>,

@@ -1,5 +1,5 @@
-//! The binary's tracing subscriber: log lines on standard error, filtered by `RUST_LOG`
-//! (`EnvFilter` syntax) and raised by `-v`.
+//! The binary's tracing subscriber: log lines on standard error (in batches under load, see
+//! [`crate::batched_stderr`]), filtered by `RUST_LOG` (`EnvFilter` syntax) and raised by `-v`.
 //!
 //! Without `RUST_LOG` the level is info; `-v` makes it debug and `-vv` trace. With
 //! `RUST_LOG`, its directives apply and `-v` raises the default level for every target it
@@ -7,21 +7,37 @@
 
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
+use crate::batched_stderr::{self, BatchedStderr};
+
 /// Installs the subscriber for the process: level info (warn when `quiet`), raised by each
 /// `-v`, with `RUST_LOG` directives on top.
+///
+/// Lines still held are written when the returned guard drops; keep it until the process is
+/// about to exit.
 ///
 /// # Errors
 ///
 /// When a global subscriber is already installed.
-pub fn init(verbosity: u8, quiet: bool) -> anyhow::Result<()> {
+pub fn init(verbosity: u8, quiet: bool) -> anyhow::Result<FlushOnDrop> {
     let rust_log = std::env::var("RUST_LOG").ok();
     tracing_subscriber::fmt()
         .with_env_filter(filter(verbosity, quiet, rust_log.as_deref()))
-        .with_writer(std::io::stderr)
+        .with_writer(BatchedStderr)
         // Colours only for a person at a terminal, never in files or pipes.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init()
-        .map_err(|err| anyhow::anyhow!("cannot install the log subscriber: {err}"))
+        .map_err(|err| anyhow::anyhow!("cannot install the log subscriber: {err}"))?;
+    Ok(FlushOnDrop)
+}
+
+/// Writes the log lines still held when dropped.
+#[must_use = "held log lines are written when this drops"]
+pub struct FlushOnDrop;
+
+impl Drop for FlushOnDrop {
+    fn drop(&mut self) {
+        batched_stderr::flush();
+    }
 }
 
 /// The filter for `-v` given `verbosity` times and `RUST_LOG` set to `rust_log`. Invalid

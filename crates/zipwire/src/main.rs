@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+mod batched_stderr;
 mod bench;
 mod cli;
 mod demo;
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)))?;
+    let _log = logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)))?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let code = match cli.command {
         Command::Bench(args) => bench::run(&args, &mut out)?,

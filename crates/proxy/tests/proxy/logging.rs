@@ -1,4 +1,4 @@
-//! The access log: one line per request, inside the connection and request spans.
+//! The access log: one line per request, inside the connection's span, unless turned off.
 
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -71,7 +71,6 @@ async fn each_request_gets_one_access_line() {
     let page = lines[0];
     for field in [
         "conn{id=",
-        "request{method=GET path=/logged.html}",
         "method=GET",
         "path=/logged.html",
         "status=200",
@@ -85,4 +84,22 @@ async fn each_request_gets_one_access_line() {
     assert!(page.contains("ratio="), "{page}");
     assert!(!text.contains("secret"), "the query was logged");
     assert!(lines[1].contains("status=404"), "{}", lines[1]);
+}
+
+#[tokio::test]
+async fn access_log_off_writes_no_line_and_keeps_the_counters() {
+    let captured = captured();
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| config.access_log = false).await;
+    // A path no other test asks for; a 404 gets its line like any response.
+    let (head, _) = fetch(&client(), "GET", &proxy.url("/unlogged.missing"), &[]).await;
+    assert_eq!(head.status, 404);
+    // A request on a proxy with the log on, after it: its line shows the subscriber works.
+    let logged = Proxy::before(&origin).await;
+    fetch(&client(), "GET", &logged.url("/shown.missing"), &[]).await;
+
+    let text = String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    assert!(text.contains("path=/shown.missing"), "{text}");
+    assert!(!text.contains("/unlogged.missing"), "{text}");
+    assert_eq!(Proxy::count(&proxy.stats.requests), 1);
 }

@@ -103,6 +103,7 @@ fn flags(args: &ProxyArgs) -> RawConfig {
         }),
         threads: args.threads.map(i64::from),
         admin: args.admin.map(|addr| addr.to_string()),
+        access_log: args.no_access_log.then_some(false),
         compression: RawCompression {
             level: args.level.map(i64::from),
             min_length: args.min_length.map(quantity),

@@ -23,6 +23,8 @@ pub struct RawConfig {
     pub down_time: Option<Quantity>,
     /// `admin`: the admin listener's address.
     pub admin: Option<String>,
+    /// `access_log`: one log line per request.
+    pub access_log: Option<bool>,
     /// `[compression]`.
     #[serde(default)]
     pub compression: RawCompression,
@@ -144,6 +146,7 @@ impl RawConfig {
             threads: top.threads.or(self.threads),
             down_time: top.down_time.or(self.down_time),
             admin: top.admin.or(self.admin),
+            access_log: top.access_log.or(self.access_log),
             compression: RawCompression {
                 level: top.compression.level.or(self.compression.level),
                 min_length: top.compression.min_length.or(self.compression.min_length),

@@ -38,6 +38,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         Some(admin) => writeln!(out, "admin = {}", quote(&admin.to_string()))?,
         None => writeln!(out, "# admin: off")?,
     }
+    writeln!(out, "access_log = {}", config.access_log)?;
 
     let compression = &config.compression;
     writeln!(out, "\n[compression]")?;

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 28);
+    assert_eq!(example.len(), 29);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -136,6 +136,7 @@ fn every_key_is_applied() {
         threads = 3
         down_time = "30s"
         admin = "127.0.0.1:9901"
+        access_log = false
         [compression]
         level = 6
         min_length = "1k"
@@ -175,6 +176,7 @@ fn every_key_is_applied() {
     assert_eq!(config.threads, 3);
     assert_eq!(config.down_time, Duration::from_secs(30));
     assert_eq!(config.admin, Some("127.0.0.1:9901".parse().expect("addr")));
+    assert!(!config.access_log);
     let c = &config.compression;
     assert_eq!(c.level, Level::try_from(6).expect("level"));
     assert_eq!(c.rules.min_length, 1024);
@@ -353,6 +355,7 @@ fn flags_override_the_file() {
             "10m",
             "--max-memory",
             "64MiB",
+            "--no-access-log",
         ],
     )
     .expect("valid");
@@ -368,6 +371,7 @@ fn flags_override_the_file() {
     assert_eq!(config.budget.max_cpu, Some(90.0));
     assert_eq!(config.budget.max_rate, Some(10 << 20));
     assert_eq!(config.budget.max_memory, Some(64 << 20));
+    assert!(!config.access_log);
     // What no flag set stays as the file said.
     assert!(!config.compression.offload);
 

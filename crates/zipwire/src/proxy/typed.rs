@@ -80,6 +80,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
             }
             config.admin = Some(admin);
         }
+        if let Some(access_log) = raw.access_log {
+            config.access_log = access_log;
+        }
 
         let raw_compression = &raw.compression;
         let compression = &mut config.compression;
