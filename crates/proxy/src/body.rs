@@ -246,17 +246,22 @@ impl<B: Body> CompressBody<B> {
         self
     }
 
-    /// Makes room for `more` bytes of input. The buffer grows in steps with what arrives and
-    /// never past the call being gathered, never by doubling: with hundreds of streams waiting
-    /// for their upstreams, half-filled buffers are most of the proxy's memory.
-    fn grow_pending(&mut self, more: usize) {
+    /// Makes room for `more` bytes of input. A body of known length gets its whole call at
+    /// once: its bytes are on their way, and growing in steps would copy the input again at
+    /// each step. Otherwise the buffer grows in steps with what arrives and never past the
+    /// call, never by doubling: with hundreds of streams waiting on slow upstreams,
+    /// half-filled buffers are most of the proxy's memory.
+    fn grow_pending(&mut self, more: usize, known_length: bool) {
         let need = self.pending.len() + more;
         if need <= self.pending.capacity() {
             return;
         }
-        let target = need
-            .max(self.pending.capacity() + GROW_STEP)
-            .min(self.call.max(need));
+        let step = if known_length {
+            self.call
+        } else {
+            self.pending.capacity() + GROW_STEP
+        };
+        let target = need.max(step).min(self.call.max(need));
         self.pending.reserve_exact(target - self.pending.len());
     }
 
@@ -402,7 +407,7 @@ where
                 this.call = this.call_size(available, rest);
             }
             let mut take = available.min(this.call - this.pending.len());
-            this.grow_pending(take);
+            this.grow_pending(take, rest.is_some());
             while take > 0 {
                 let chunk = bytes::Buf::chunk(&data);
                 let n = chunk.len().min(take);
@@ -733,7 +738,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_input_buffer_grows_with_what_arrives_and_never_past_one_call() {
+    async fn an_unknown_length_input_buffer_grows_with_what_arrives_and_never_past_one_call() {
         let (tx, upstream) = channel();
         let (body, _) = compress_body(upstream, policy(Duration::from_secs(60)));
         let mut body = Box::pin(body);
@@ -753,6 +758,25 @@ mod tests {
             }
         }
         assert_eq!(most, 64 * 1024);
+    }
+
+    #[tokio::test]
+    async fn a_known_length_input_buffer_is_one_call_from_the_first_frame() {
+        let (tx, inner) = channel();
+        let upstream = Announced {
+            inner,
+            left: 76_799,
+        };
+        let (body, _) = compress_body(upstream, policy(Duration::from_secs(60)));
+        let mut body = Box::pin(body);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        tx.send(Ok(Frame::data(Bytes::from(text(16_384)))))
+            .await
+            .expect("open");
+        assert!(body.as_mut().poll_frame(&mut cx).is_pending());
+        // Two calls of 38,400 and 38,399 bytes: the first call's buffer, whole, at once.
+        assert_eq!(body.pending.capacity(), 38_400);
     }
 
     #[tokio::test(start_paused = true)]
