@@ -48,10 +48,7 @@ impl Batch {
     /// full, or nothing was written for [`DELAY`]. Returns whether lines stay held.
     fn push(&mut self, line: &[u8], urgent: bool, now: Instant, sink: &mut impl Write) -> bool {
         self.held.extend_from_slice(line);
-        let quiet = self
-            .last_write
-            .is_none_or(|last| now.duration_since(last) >= DELAY);
-        if urgent || quiet || self.held.len() >= BATCH_BYTES {
+        if urgent || self.quiet_since_last_write(now) || self.held.len() >= BATCH_BYTES {
             self.write_out(now, sink);
         }
         !self.held.is_empty()
@@ -59,12 +56,15 @@ impl Batch {
 
     /// Writes what is held if the last write is [`DELAY`] old.
     fn flush_due(&mut self, now: Instant, sink: &mut impl Write) {
-        let due = self
-            .last_write
-            .is_none_or(|last| now.duration_since(last) >= DELAY);
-        if due && !self.held.is_empty() {
+        if self.quiet_since_last_write(now) && !self.held.is_empty() {
             self.write_out(now, sink);
         }
+    }
+
+    /// Whether nothing was written for [`DELAY`] (or ever).
+    fn quiet_since_last_write(&self, now: Instant) -> bool {
+        self.last_write
+            .is_none_or(|last| now.duration_since(last) >= DELAY)
     }
 
     /// Writes everything held. A failed write drops the lines, as an unbatched log would.
