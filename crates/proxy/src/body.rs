@@ -246,6 +246,12 @@ impl<B: Body> CompressBody<B> {
         self
     }
 
+    /// Whether the upstream announced the body's length: such a body is gathered call by call
+    /// whatever the pauses (see [`FlushPolicy`]).
+    pub fn length_known(&self) -> bool {
+        self.inner.size_hint().upper().is_some()
+    }
+
     /// Makes room for `more` bytes of input. A body of known length gets its whole call at
     /// once: its bytes are on their way, and growing in steps would copy the input again at
     /// each step. Otherwise the buffer grows in steps with what arrives and never past the
@@ -296,7 +302,7 @@ impl<B: Body> CompressBody<B> {
             return Poll::Pending;
         }
         if !self.policy.delay.is_zero() {
-            if self.inner.size_hint().upper().is_some() {
+            if self.length_known() {
                 return Poll::Pending;
             }
             let delay = self.policy.delay;
@@ -427,7 +433,13 @@ where
         }
     }
     fn is_end_stream(&self) -> bool {
-        self.state == State::Done
+        // With no trailers to come, the final block's frame ends the body, so the connection
+        // can write the last chunk and the chunked terminator together.
+        match self.state {
+            State::Streaming => false,
+            State::Trailers => self.trailers.is_none(),
+            State::Done => true,
+        }
     }
 }
 

@@ -65,6 +65,7 @@ mod admin;
 pub mod body;
 mod budget;
 pub mod config;
+mod cork;
 mod counters;
 pub mod demo;
 mod error;

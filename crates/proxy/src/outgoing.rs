@@ -4,12 +4,16 @@
 //! page of the proxy's own), the connection sees one body type. It counts the bytes going
 //! out, and its `Drop` writes the access log line and settles the counters, so that a body
 //! cut short (upstream failure, client gone) is logged as well as a complete one.
+//!
+//! The head of a response waits, briefly, for the start of its body (see
+//! [`ResponseBody::hold_first_frame`]), so that both leave in one write.
 
+use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -18,14 +22,22 @@ use hyper::body::Incoming;
 use tracing::{info, Span};
 
 use crate::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
+use crate::cork::MoreToCome;
 use crate::counters::Counters;
 use zipwire_adapt::Permit;
 
 /// A response body on its way to the client.
 pub(crate) struct ResponseBody {
     stream: Stream,
+    /// What the stream yielded before the head went out, given out first.
+    held: Option<Polled>,
+    /// Raised while more of the body follows at once (see [`Self::cork_between_calls`]).
+    more: Option<MoreToCome>,
     log: AccessLog,
 }
+
+/// What a stream yields: a frame, an error, or its end.
+type Polled = Option<Result<Frame<Bytes>, BodyError>>;
 
 enum Stream {
     /// Headers only: HEAD, 204, 304, or a body that was already sent.
@@ -56,6 +68,8 @@ impl ResponseBody {
     pub(crate) fn empty(log: AccessLog) -> ResponseBody {
         ResponseBody {
             stream: Stream::Empty,
+            held: None,
+            more: None,
             log,
         }
     }
@@ -64,6 +78,8 @@ impl ResponseBody {
     pub(crate) fn page(text: &'static str, log: AccessLog) -> ResponseBody {
         ResponseBody {
             stream: Stream::Page(Some(Bytes::from_static(text.as_bytes()))),
+            held: None,
+            more: None,
             log,
         }
     }
@@ -72,6 +88,8 @@ impl ResponseBody {
     pub(crate) fn pass(upstream: Incoming, log: AccessLog) -> ResponseBody {
         ResponseBody {
             stream: Stream::Pass(log.counted(upstream)),
+            held: None,
+            more: None,
             log,
         }
     }
@@ -86,6 +104,8 @@ impl ResponseBody {
         let codec = log.start_stream(Transform::Compress);
         ResponseBody {
             stream: Stream::Compress(wrap(log.counted(upstream), codec)),
+            held: None,
+            more: None,
             log,
         }
     }
@@ -99,7 +119,87 @@ impl ResponseBody {
         let codec = log.start_stream(Transform::Decompress);
         ResponseBody {
             stream: Stream::Decompress(wrap(log.counted(upstream), codec)),
+            held: None,
+            more: None,
             log,
+        }
+    }
+
+    /// Reads the first frame of the body before the head is sent, so that the connection
+    /// writes the head and the body's start together: one write, and one wakeup of the
+    /// client, fewer per response, and a small response whole in one segment. nginx does the
+    /// same (its `postpone_output` keeps a head until body bytes follow it).
+    ///
+    /// The head waits as long as the body's first bytes would: a compressed body of known
+    /// length until its first call is done, whatever the pauses; one of unknown length, or a
+    /// decompressed one, at most `delay` (the flush delay); with a zero delay (event streams)
+    /// it goes at once. A passed body is only looked at: its first frame joins the head if it
+    /// came with the upstream's head.
+    pub(crate) async fn hold_first_frame(&mut self, delay: Duration) {
+        let stream = &mut self.stream;
+        let whole_call = matches!(stream, Stream::Compress(body) if body.length_known());
+        let first = match stream {
+            Stream::Compress(_) | Stream::Decompress(_) if delay.is_zero() => None,
+            Stream::Compress(_) if whole_call => Some(poll_fn(|cx| stream.poll_frame(cx)).await),
+            Stream::Compress(_) | Stream::Decompress(_) => {
+                tokio::time::timeout(delay, poll_fn(|cx| stream.poll_frame(cx)))
+                    .await
+                    .ok()
+            }
+            Stream::Pass(_) => match poll_fn(|cx| Poll::Ready(stream.poll_frame(cx))).await {
+                Poll::Ready(first) => Some(first),
+                Poll::Pending => None,
+            },
+            Stream::Empty | Stream::Page(_) => None,
+        };
+        if let Some(first) = first {
+            if first.is_none() {
+                // The connection will not poll a body that says it has ended.
+                self.log.outcome = Outcome::Complete;
+            }
+            self.held = Some(first);
+        }
+    }
+
+    /// Lets the connection hold a compressed body's calls in the kernel until the last one
+    /// is written, so they leave as one segment (see [`crate::cork`]). Only a body of known
+    /// length, whose calls are gathered whatever the pauses, raises `more`.
+    pub(crate) fn cork_between_calls(&mut self, more: MoreToCome) {
+        if matches!(&self.stream, Stream::Compress(body) if body.length_known()) {
+            self.more = Some(more);
+        }
+    }
+}
+
+impl Drop for ResponseBody {
+    fn drop(&mut self) {
+        // A body cut short leaves nothing held for the connection's next response.
+        if let Some(more) = &self.more {
+            more.set(false);
+        }
+    }
+}
+
+impl Stream {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Polled> {
+        match self {
+            Stream::Empty => Poll::Ready(None),
+            Stream::Page(page) => Poll::Ready(page.take().map(|page| Ok(Frame::data(page)))),
+            Stream::Pass(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|frame| frame.map(|result| result.map_err(|e| BodyError::Upstream(e.into())))),
+            Stream::Compress(body) => Pin::new(body).poll_frame(cx),
+            Stream::Decompress(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Stream::Empty => true,
+            Stream::Page(page) => page.is_none(),
+            Stream::Pass(body) => body.is_end_stream(),
+            Stream::Compress(body) => body.is_end_stream(),
+            Stream::Decompress(body) => body.is_end_stream(),
         }
     }
 }
@@ -113,19 +213,21 @@ impl Body for ResponseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
-        let polled = match &mut this.stream {
-            Stream::Empty => Poll::Ready(None),
-            Stream::Page(page) => Poll::Ready(page.take().map(|page| Ok(Frame::data(page)))),
-            Stream::Pass(body) => Pin::new(body)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|result| result.map_err(|e| BodyError::Upstream(e.into())))),
-            Stream::Compress(body) => Pin::new(body).poll_frame(cx),
-            Stream::Decompress(body) => Pin::new(body).poll_frame(cx),
+        let polled = match this.held.take() {
+            Some(held) => Poll::Ready(held),
+            None => this.stream.poll_frame(cx),
         };
+        if let (Poll::Ready(polled), Some(more)) = (&polled, &this.more) {
+            more.set(matches!(polled, Some(Ok(_))) && !this.stream.is_end_stream());
+        }
         match &polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.log.sent(data.len());
+                }
+                if this.stream.is_end_stream() {
+                    // The connection ends the body with this frame and polls no further.
+                    this.log.outcome = Outcome::Complete;
                 }
             }
             Poll::Ready(Some(Err(error))) => this.log.outcome = Outcome::Failed(error.to_string()),
@@ -136,17 +238,14 @@ impl Body for ResponseBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.stream {
-            Stream::Empty => true,
-            Stream::Page(page) => page.is_none(),
-            Stream::Pass(body) => body.is_end_stream(),
-            Stream::Compress(body) => body.is_end_stream(),
-            Stream::Decompress(body) => body.is_end_stream(),
+        match &self.held {
+            Some(held) => held.is_none(),
+            None => self.stream.is_end_stream(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.stream {
+        let hint = match &self.stream {
             Stream::Empty => SizeHint::with_exact(0),
             Stream::Page(page) => {
                 SizeHint::with_exact(page.as_ref().map_or(0, |page| page.len() as u64))
@@ -154,7 +253,19 @@ impl Body for ResponseBody {
             Stream::Pass(body) => body.size_hint(),
             Stream::Compress(body) => body.size_hint(),
             Stream::Decompress(body) => body.size_hint(),
+        };
+        // The connection frames the body by this hint: it must count the held frame.
+        let held = match &self.held {
+            Some(None) => return SizeHint::with_exact(0),
+            Some(Some(Ok(frame))) => frame.data_ref().map_or(0, |data| data.len() as u64),
+            _ => 0,
+        };
+        let mut total = SizeHint::new();
+        total.set_lower(hint.lower() + held);
+        if let Some(upper) = hint.upper() {
+            total.set_upper(upper + held);
         }
+        total
     }
 }
 

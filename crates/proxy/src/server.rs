@@ -31,6 +31,7 @@ use tracing::{debug, debug_span, info, info_span, warn, Instrument};
 
 use crate::admin::{self, AdminState};
 use crate::budget;
+use crate::cork::{CorkedStream, MoreToCome};
 use crate::counters::Counters;
 use crate::error::ProxyError;
 use crate::service::Proxy;
@@ -301,11 +302,15 @@ impl Connection {
         }
         let proxy = self.proxy.clone();
         let peer = self.peer;
+        let more = MoreToCome::default();
+        let stream = CorkedStream::new(stream, more.clone());
         let service = service_fn(move |request: Request<Incoming>| {
             let proxy = proxy.clone();
+            let more = more.clone();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
-            async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }.instrument(span)
+            async move { Ok::<_, Infallible>(proxy.handle(request, peer, more).await) }
+                .instrument(span)
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         Counters::bump(&self.counters.connections);

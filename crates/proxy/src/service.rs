@@ -29,6 +29,7 @@ use zipwire_codec::{Format, Level, Limits};
 
 use crate::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
 use crate::config::Rules;
+use crate::cork::MoreToCome;
 use crate::counters::Counters;
 use crate::error::{ProxyError, Side};
 use crate::facts::{Budget, RequestFacts, ResponseFacts};
@@ -106,6 +107,7 @@ impl Proxy {
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
+        more: MoreToCome,
     ) -> Response<ResponseBody> {
         Counters::bump(&self.counters.requests);
         let (parts, body) = request.into_parts();
@@ -135,7 +137,9 @@ impl Proxy {
         if let Some(permit) = permit {
             log.hold(permit);
         }
-        let body = self.response_body_filter(decision, flush, &head, upstream_body, log);
+        let mut body = self.response_body_filter(decision, flush, &head, upstream_body, log);
+        body.hold_first_frame(flush.delay).await;
+        body.cork_between_calls(more);
         Response::from_parts(head, body)
     }
 

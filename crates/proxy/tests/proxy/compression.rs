@@ -89,6 +89,22 @@ async fn clients_without_gzip_get_identity_with_vary() {
 }
 
 #[tokio::test]
+async fn a_passed_body_arriving_in_parts_keeps_its_length() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    // The first part is read before the head goes out: the length the connection frames the
+    // body by must still count it.
+    let fetched = tokio::time::timeout(
+        Duration::from_secs(10),
+        fetch(&client(), "GET", &proxy.url("/parts.png"), GZIP),
+    )
+    .await;
+    let (head, body) = fetched.expect("the whole body within 10 s");
+    assert_eq!(head.headers["content-length"], "100000");
+    assert_eq!(body, noise(100_000));
+}
+
+#[tokio::test]
 async fn head_gets_the_headers_of_get_and_no_body() {
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;

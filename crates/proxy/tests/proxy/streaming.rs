@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zipwire_codec::{DecodeError, Decoder, Format};
 
 use crate::support::*;
@@ -55,6 +56,86 @@ async fn a_pausing_upstream_reaches_the_client_before_it_resumes() {
         .expect("valid gzip");
     decoder.finish().expect("a complete stream");
     assert_eq!(&plain[PAUSE_FIRST.len()..], &html(10_000)[..]);
+}
+
+#[tokio::test]
+async fn the_head_goes_out_with_the_first_block() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"GET /late.html HTTP/1.1\r\nhost: t\r\naccept-encoding: gzip\r\n\r\n")
+        .await
+        .expect("write");
+    let started = Instant::now();
+    let mut first = vec![0; 64 * 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut first))
+        .await
+        .expect("an answer")
+        .expect("read");
+    // The origin sent its head at once and its body (of known length) after the pause: the
+    // proxy's head waited for the compressed body and came in the same read.
+    assert!(started.elapsed() >= PAUSE / 2, "head after {:?}", started.elapsed());
+    let (head, body) = split_head(&first[..n]);
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    assert!(body.len() > 20, "first read: {} body bytes", body.len());
+}
+
+#[tokio::test]
+async fn a_late_stream_does_not_hold_the_head_past_the_flush_delay() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let started = Instant::now();
+    let response = client()
+        .request(request("GET", &proxy.url("/late-stream"), GZIP))
+        .await
+        .expect("a response");
+    // A body of unknown length holds the head at most the flush delay (20 ms).
+    assert!(
+        started.elapsed() < PAUSE,
+        "head after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let body = response.into_body().collect().await.expect("complete");
+    assert_eq!(gunzip(&body.to_bytes()), html(10_000));
+}
+
+#[tokio::test]
+async fn a_stalling_upstream_does_not_hold_back_what_was_compressed() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let started = Instant::now();
+    let response = client()
+        .request(request("GET", &proxy.url("/stall.html"), GZIP))
+        .await
+        .expect("a response");
+    let mut body = response.into_body();
+    let mut decoder = Decoder::new(Format::Gzip);
+    let mut plain = Vec::new();
+    // The first two of the three 50 KB calls were compressed before the origin stalled:
+    // corked or not, they reach the client while it stalls.
+    while plain.len() < 100_000 {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        if let Ok(data) = frame.into_data() {
+            decoder
+                .decode_to_vec(&data, &mut plain)
+                .expect("valid gzip");
+        }
+    }
+    assert!(
+        started.elapsed() < PAUSE,
+        "100 KB after {:?}",
+        started.elapsed()
+    );
+    let rest = body.collect().await.expect("complete").to_bytes();
+    decoder
+        .decode_to_vec(&rest, &mut plain)
+        .expect("valid gzip");
+    decoder.finish().expect("a complete stream");
+    assert_eq!(plain, html(150_000));
 }
 
 #[tokio::test]

@@ -305,6 +305,44 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
                 let _ = tx.send(Err(reset)).await;
             }),
         ),
+        "/parts.png" => respond(
+            200,
+            &[("content-type", "image/png"), ("content-length", "100000")],
+            streamed(|tx| async move {
+                for part in noise(100_000).chunks(10_000) {
+                    if tx.send(data(Bytes::copy_from_slice(part))).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }),
+        ),
+        "/late.html" => respond(
+            200,
+            &[("content-type", "text/html"), ("content-length", "10000")],
+            streamed(|tx| async move {
+                tokio::time::sleep(PAUSE).await;
+                let _ = tx.send(data(html(10_000))).await;
+            }),
+        ),
+        "/late-stream" => respond(
+            200,
+            &[("content-type", "text/html")],
+            streamed(|tx| async move {
+                tokio::time::sleep(PAUSE).await;
+                let _ = tx.send(data(html(10_000))).await;
+            }),
+        ),
+        "/stall.html" => respond(
+            200,
+            &[("content-type", "text/html"), ("content-length", "150000")],
+            streamed(|tx| async move {
+                let body = Bytes::from(html(150_000));
+                let _ = tx.send(data(body.slice(..100_000))).await;
+                tokio::time::sleep(PAUSE).await;
+                let _ = tx.send(data(body.slice(100_000..))).await;
+            }),
+        ),
         "/no-content" => respond(204, &[("content-type", "text/html")], full(Bytes::new())),
         "/not-modified" => respond(
             304,
