@@ -77,7 +77,11 @@ async fn the_head_goes_out_with_the_first_block() {
         .expect("read");
     // The origin sent its head at once and its body (of known length) after the pause: the
     // proxy's head waited for the compressed body and came in the same read.
-    assert!(started.elapsed() >= PAUSE / 2, "head after {:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= PAUSE / 2,
+        "head after {:?}",
+        started.elapsed()
+    );
     let (head, body) = split_head(&first[..n]);
     assert!(head.contains("content-encoding: gzip"), "{head}");
     assert!(body.len() > 20, "first read: {} body bytes", body.len());
