@@ -76,6 +76,7 @@ mod list;
 mod media;
 pub mod negotiate;
 mod outgoing;
+mod read_timeout;
 mod replay;
 mod rules;
 mod server;

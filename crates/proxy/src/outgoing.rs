@@ -18,12 +18,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use tracing::{info, Span};
 
 use crate::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::cork::MoreToCome;
 use crate::counters::Counters;
+use crate::error::ProxyError;
+use crate::read_timeout::UpstreamBodyError;
+use crate::upstream::UpstreamBody;
 use zipwire_adapt::Permit;
 
 /// A response body on its way to the client.
@@ -32,7 +34,7 @@ pub(crate) struct ResponseBody {
     /// What the stream yielded before the head went out, given out first.
     held: Option<Polled>,
     /// Raised while more of the body follows at once (see [`Self::cork_between_calls`]).
-    more: Option<MoreToCome>,
+    more: Option<Lowered>,
     log: AccessLog,
 }
 
@@ -45,11 +47,11 @@ enum Stream {
     /// A page the proxy wrote itself (errors).
     Page(Option<Bytes>),
     /// The upstream body as it is.
-    Pass(Counted<Incoming>),
+    Pass(Counted<UpstreamBody>),
     /// The upstream body, compressed.
-    Compress(CompressBody<Counted<Incoming>>),
+    Compress(CompressBody<Counted<UpstreamBody>>),
     /// The upstream gzip body, decoded.
-    Decompress(DecompressBody<Counted<Incoming>>),
+    Decompress(DecompressBody<Counted<UpstreamBody>>),
 }
 
 /// What was done to a body, for the access log.
@@ -85,7 +87,7 @@ impl ResponseBody {
     }
 
     /// The upstream body, passed as it is.
-    pub(crate) fn pass(upstream: Incoming, log: AccessLog) -> ResponseBody {
+    pub(crate) fn pass(upstream: UpstreamBody, log: AccessLog) -> ResponseBody {
         ResponseBody {
             stream: Stream::Pass(log.counted(upstream)),
             held: None,
@@ -97,9 +99,9 @@ impl ResponseBody {
     /// The upstream body, compressed by `wrap` (given the counted upstream and the meter the
     /// encoder must record into).
     pub(crate) fn compress(
-        upstream: Incoming,
+        upstream: UpstreamBody,
         mut log: AccessLog,
-        wrap: impl FnOnce(Counted<Incoming>, Arc<BodyMeter>) -> CompressBody<Counted<Incoming>>,
+        wrap: impl FnOnce(Counted<UpstreamBody>, Arc<BodyMeter>) -> CompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
         let codec = log.start_stream(Transform::Compress);
         ResponseBody {
@@ -112,9 +114,12 @@ impl ResponseBody {
 
     /// The upstream gzip body, decoded by `wrap`.
     pub(crate) fn decompress(
-        upstream: Incoming,
+        upstream: UpstreamBody,
         mut log: AccessLog,
-        wrap: impl FnOnce(Counted<Incoming>, Arc<BodyMeter>) -> DecompressBody<Counted<Incoming>>,
+        wrap: impl FnOnce(
+            Counted<UpstreamBody>,
+            Arc<BodyMeter>,
+        ) -> DecompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
         let codec = log.start_stream(Transform::Decompress);
         ResponseBody {
@@ -166,17 +171,36 @@ impl ResponseBody {
     /// length, whose calls are gathered whatever the pauses, raises `more`.
     pub(crate) fn cork_between_calls(&mut self, more: MoreToCome) {
         if matches!(&self.stream, Stream::Compress(body) if body.length_known()) {
-            self.more = Some(more);
+            self.more = Some(Lowered(more));
+        }
+    }
+
+    /// Gives back, with its log, a body whose upstream failed before anything was sent, so
+    /// that the client gets 502 or 504 rather than a head and a cut connection.
+    pub(crate) fn failed_early(self) -> Result<ResponseBody, (ProxyError, AccessLog)> {
+        match self.held {
+            Some(Some(Err(BodyError::Upstream(error)))) => match error.downcast() {
+                Ok(error) => {
+                    let error: Box<UpstreamBodyError> = error;
+                    Err((error.into_proxy_error(), self.log))
+                }
+                Err(error) => Ok(ResponseBody {
+                    held: Some(Some(Err(BodyError::Upstream(error)))),
+                    ..self
+                }),
+            },
+            held => Ok(ResponseBody { held, ..self }),
         }
     }
 }
 
-impl Drop for ResponseBody {
+/// A [`MoreToCome`] flag lowered when the body holding it is dropped, so a body cut short
+/// leaves nothing corked for the connection's next response.
+struct Lowered(MoreToCome);
+
+impl Drop for Lowered {
     fn drop(&mut self) {
-        // A body cut short leaves nothing held for the connection's next response.
-        if let Some(more) = &self.more {
-            more.set(false);
-        }
+        self.0.set(false);
     }
 }
 
@@ -217,7 +241,7 @@ impl Body for ResponseBody {
             Some(held) => Poll::Ready(held),
             None => this.stream.poll_frame(cx),
         };
-        if let (Poll::Ready(polled), Some(more)) = (&polled, &this.more) {
+        if let (Poll::Ready(polled), Some(Lowered(more))) = (&polled, &this.more) {
             more.set(matches!(polled, Some(Ok(_))) && !this.stream.is_end_stream());
         }
         match &polled {
@@ -354,7 +378,7 @@ impl AccessLog {
     }
 
     /// Wraps the upstream body so that what it yields is counted.
-    fn counted(&self, inner: Incoming) -> Counted<Incoming> {
+    fn counted(&self, inner: UpstreamBody) -> Counted<UpstreamBody> {
         Counted {
             inner,
             received: self.received.clone(),

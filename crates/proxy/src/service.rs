@@ -40,7 +40,7 @@ use crate::outgoing::{AccessLog, ResponseBody};
 use crate::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::settings::ProxyConfig;
 use crate::throttle::Throttle;
-use crate::upstream::{Head, Upstreams};
+use crate::upstream::{Head, UpstreamBody, Upstreams};
 use zipwire_adapt::{MemoryGate, Permit};
 
 /// What every request of one server shares.
@@ -139,6 +139,10 @@ impl Proxy {
         }
         let mut body = self.response_body_filter(decision, flush, &head, upstream_body, log);
         body.hold_first_frame(flush.delay).await;
+        let mut body = match body.failed_early() {
+            Ok(body) => body,
+            Err((error, log)) => return self.error_response(&error, log),
+        };
         body.cork_between_calls(more);
         Response::from_parts(head, body)
     }
@@ -255,7 +259,7 @@ impl Proxy {
         decision: Decision,
         flush: FlushPolicy,
         head: &ResponseParts,
-        upstream: Incoming,
+        upstream: UpstreamBody,
         mut log: AccessLog,
     ) -> ResponseBody {
         log.set_status(head.status);

@@ -23,11 +23,16 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::{debug, warn};
 
 use crate::error::ProxyError;
+use crate::read_timeout::ReadTimeout;
 use crate::replay::{Replay, ReplayBody};
 use crate::settings::{Timeouts, Upstream};
 
 /// Read-buffer limit per upstream connection.
 const UPSTREAM_BUF_SIZE: usize = 16 * 1024;
+
+/// An upstream response body, failing when the upstream goes silent for
+/// [`Timeouts::upstream_response`].
+pub(crate) type UpstreamBody = ReadTimeout<Incoming>;
 
 /// The upstream servers and the pooled client that reaches them.
 #[derive(Debug)]
@@ -81,7 +86,7 @@ impl Upstreams {
         &self,
         mut head: Head,
         body: Incoming,
-    ) -> Result<Response<Incoming>, ProxyError> {
+    ) -> Result<Response<UpstreamBody>, ProxyError> {
         let replay = Replay::new(body);
         let attempts = if is_idempotent(&head.method) { 2 } else { 1 };
         let mut tried = Vec::with_capacity(attempts);
@@ -100,7 +105,10 @@ impl Upstreams {
             let request = build(&head.method, &authority, &head.target, headers, &replay)?;
             let outcome = tokio::time::timeout(self.response_timeout, self.client.request(request));
             match outcome.await {
-                Ok(Ok(response)) => return Ok(response),
+                Ok(Ok(response)) => {
+                    let limit = self.response_timeout;
+                    return Ok(response.map(|body| ReadTimeout::new(body, authority, limit)));
+                }
                 Err(_) => {
                     return Err(ProxyError::UpstreamTimeout {
                         upstream: authority,

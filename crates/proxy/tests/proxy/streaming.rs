@@ -208,3 +208,34 @@ async fn an_upstream_dying_mid_body_aborts_the_client() {
     }
     assert_eq!(Proxy::count(&proxy.stats.active_streams), 0);
 }
+
+#[tokio::test]
+async fn a_silent_upstream_is_cut_after_the_read_timeout() {
+    let origin = Origin::start().await;
+    // The test proxy's `upstream_response` is 2 s: the longest an upstream may go silent.
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    for (headers, status) in [(GZIP, 504), (&[][..], 200)] {
+        let started = Instant::now();
+        let (head, outcome) = tokio::time::timeout(Duration::from_secs(10), async {
+            let response = client
+                .request(request("GET", &proxy.url("/hang.html"), headers))
+                .await
+                .expect("a response head");
+            let (head, body) = response.into_parts();
+            (head, body.collect().await.map(|body| body.to_bytes()))
+        })
+        .await
+        .expect("an outcome within 10 s");
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(6),
+            "cut after {elapsed:?} ({headers:?})"
+        );
+        // Compressed: the head was waiting for the first call, so the client gets 504.
+        // Passed: the head and the first part went out, and the body is cut.
+        assert_eq!(head.status, status, "{headers:?}");
+        assert_eq!(outcome.is_err(), status == 200, "{headers:?}");
+    }
+    assert_eq!(Proxy::count(&proxy.stats.active_streams), 0);
+}

@@ -343,6 +343,16 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
                 let _ = tx.send(data(body.slice(100_000..))).await;
             }),
         ),
+        "/hang.html" => respond(
+            200,
+            &[("content-type", "text/html"), ("content-length", "20000")],
+            streamed(|tx| async move {
+                let _ = tx.send(data(html(5_000))).await;
+                // Silent, connection open, far past the proxy's read timeout.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                drop(tx);
+            }),
+        ),
         "/no-content" => respond(204, &[("content-type", "text/html")], full(Bytes::new())),
         "/not-modified" => respond(
             304,
