@@ -177,12 +177,12 @@ impl ResponseBody {
 
     /// Gives back, with its log, a body whose upstream failed before anything was sent, so
     /// that the client gets 502 or 504 rather than a head and a cut connection.
-    pub(crate) fn failed_early(self) -> Result<ResponseBody, (ProxyError, AccessLog)> {
+    pub(crate) fn failed_early(self) -> Result<ResponseBody, Box<(ProxyError, AccessLog)>> {
         match self.held {
             Some(Some(Err(BodyError::Upstream(error)))) => match error.downcast() {
                 Ok(error) => {
                     let error: Box<UpstreamBodyError> = error;
-                    Err((error.into_proxy_error(), self.log))
+                    Err(Box::new((error.into_proxy_error(), self.log)))
                 }
                 Err(error) => Ok(ResponseBody {
                     held: Some(Some(Err(BodyError::Upstream(error)))),

@@ -141,7 +141,10 @@ impl Proxy {
         body.hold_first_frame(flush.delay).await;
         let mut body = match body.failed_early() {
             Ok(body) => body,
-            Err((error, log)) => return self.error_response(&error, log),
+            Err(failed) => {
+                let (error, log) = *failed;
+                return self.error_response(&error, log);
+            }
         };
         body.cork_between_calls(more);
         Response::from_parts(head, body)
