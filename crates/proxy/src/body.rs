@@ -154,7 +154,7 @@ pub enum BodyError {
 impl fmt::Display for BodyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BodyError::Upstream(_) => f.write_str("upstream body failed"),
+            BodyError::Upstream(e) => write!(f, "upstream body failed: {e}"),
             BodyError::Decode(_) => f.write_str("upstream gzip body does not decode"),
         }
     }
@@ -180,6 +180,17 @@ enum State {
 }
 
 impl State {
+    /// Whether the body has nothing more to yield. With no trailers to come, the final
+    /// block's frame ends it, so the connection can write the last chunk and the chunked
+    /// terminator together.
+    fn is_end(&self, trailers: &Option<HeaderMap>) -> bool {
+        match self {
+            State::Streaming => false,
+            State::Trailers => trailers.is_none(),
+            State::Done => true,
+        }
+    }
+
     /// Past the last block: what `poll_frame` returns next, the trailers if any and then the
     /// end. `None` while streaming.
     fn end(&mut self, trailers: &mut Option<HeaderMap>) -> Option<Option<Frame<Bytes>>> {
@@ -246,10 +257,11 @@ impl<B: Body> CompressBody<B> {
         self
     }
 
-    /// Whether the upstream announced the body's length: such a body is gathered call by call
-    /// whatever the pauses (see [`FlushPolicy`]).
-    pub fn length_known(&self) -> bool {
-        self.inner.size_hint().upper().is_some()
+    /// Whether calls are gathered whole whatever the pauses: the upstream announced the body's
+    /// length and the flush delay is not zero (see [`FlushPolicy`]). Otherwise gathered input
+    /// is compressed when the upstream pauses, at once or after the delay.
+    pub fn gathers_whole_calls(&self) -> bool {
+        !self.policy.delay.is_zero() && self.inner.size_hint().upper().is_some()
     }
 
     /// Makes room for `more` bytes of input. A body of known length gets its whole call at
@@ -302,7 +314,7 @@ impl<B: Body> CompressBody<B> {
             return Poll::Pending;
         }
         if !self.policy.delay.is_zero() {
-            if self.length_known() {
+            if self.gathers_whole_calls() {
                 return Poll::Pending;
             }
             let delay = self.policy.delay;
@@ -433,13 +445,7 @@ where
         }
     }
     fn is_end_stream(&self) -> bool {
-        // With no trailers to come, the final block's frame ends the body, so the connection
-        // can write the last chunk and the chunked terminator together.
-        match self.state {
-            State::Streaming => false,
-            State::Trailers => self.trailers.is_none(),
-            State::Done => true,
-        }
+        self.state.is_end(&self.trailers)
     }
 }
 
@@ -556,7 +562,7 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.state == State::Done
+        self.state.is_end(&self.trailers)
     }
 }
 
@@ -987,6 +993,33 @@ mod tests {
         let collected = body.collect().await.expect("no error");
         assert_eq!(collected.trailers(), Some(&trailers));
         assert_eq!(gunzip(&collected.to_bytes()), b"hello");
+    }
+
+    #[tokio::test]
+    async fn the_final_block_ends_the_body_unless_trailers_follow() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+        for with_trailers in [false, true] {
+            let mut frames: Vec<Result<Frame<Bytes>, Infallible>> =
+                vec![Ok(Frame::data(Bytes::from_static(b"hello")))];
+            if with_trailers {
+                frames.push(Ok(Frame::trailers(trailers.clone())));
+            }
+            let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+            let (body, _) = compress_body(upstream, FlushPolicy::default());
+            let mut body = Box::pin(body);
+            assert!(!body.is_end_stream());
+            let last = body.frame().await.expect("a frame").expect("no error");
+            assert!(last.is_data());
+            // Without trailers the connection may end the body with this frame.
+            assert_eq!(body.is_end_stream(), !with_trailers);
+            if with_trailers {
+                let next = body.frame().await.expect("a frame").expect("no error");
+                assert!(next.is_trailers());
+                assert!(body.is_end_stream());
+            }
+            assert!(body.frame().await.is_none());
+        }
     }
 
     #[tokio::test]

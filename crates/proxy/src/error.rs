@@ -76,8 +76,8 @@ pub enum ProxyError {
         /// The client's error.
         source: Box<dyn StdError + Send + Sync>,
     },
-    /// The upstream did not start its response within
-    /// [`Timeouts::upstream_response`](crate::Timeouts::upstream_response).
+    /// The upstream did not start its response, or went silent before the proxy had sent
+    /// anything, for [`Timeouts::upstream_response`](crate::Timeouts::upstream_response).
     UpstreamTimeout {
         /// The upstream that was too slow.
         upstream: Authority,
@@ -132,7 +132,7 @@ impl fmt::Display for ProxyError {
             ProxyError::Connect { upstream, .. } => write!(f, "cannot connect to {upstream}"),
             ProxyError::Upstream { upstream, .. } => write!(f, "upstream {upstream} failed"),
             ProxyError::UpstreamTimeout { upstream, after } => {
-                write!(f, "upstream {upstream} sent no response in {after:?}")
+                write!(f, "upstream {upstream} sent nothing for {after:?}")
             }
         }
     }

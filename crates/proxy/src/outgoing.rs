@@ -66,34 +66,30 @@ pub(crate) enum Transform {
 }
 
 impl ResponseBody {
-    /// A body with nothing in it.
-    pub(crate) fn empty(log: AccessLog) -> ResponseBody {
+    fn new(stream: Stream, log: AccessLog) -> ResponseBody {
         ResponseBody {
-            stream: Stream::Empty,
+            stream,
             held: None,
             more: None,
             log,
         }
+    }
+
+    /// A body with nothing in it.
+    pub(crate) fn empty(mut log: AccessLog) -> ResponseBody {
+        // The connection does not poll a body that says it has ended.
+        log.outcome = Outcome::Complete;
+        ResponseBody::new(Stream::Empty, log)
     }
 
     /// A short page written by the proxy.
     pub(crate) fn page(text: &'static str, log: AccessLog) -> ResponseBody {
-        ResponseBody {
-            stream: Stream::Page(Some(Bytes::from_static(text.as_bytes()))),
-            held: None,
-            more: None,
-            log,
-        }
+        ResponseBody::new(Stream::Page(Some(Bytes::from_static(text.as_bytes()))), log)
     }
 
     /// The upstream body, passed as it is.
     pub(crate) fn pass(upstream: UpstreamBody, log: AccessLog) -> ResponseBody {
-        ResponseBody {
-            stream: Stream::Pass(log.counted(upstream)),
-            held: None,
-            more: None,
-            log,
-        }
+        ResponseBody::new(Stream::Pass(log.counted(upstream)), log)
     }
 
     /// The upstream body, compressed by `wrap` (given the counted upstream and the meter the
@@ -104,12 +100,7 @@ impl ResponseBody {
         wrap: impl FnOnce(Counted<UpstreamBody>, Arc<BodyMeter>) -> CompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
         let codec = log.start_stream(Transform::Compress);
-        ResponseBody {
-            stream: Stream::Compress(wrap(log.counted(upstream), codec)),
-            held: None,
-            more: None,
-            log,
-        }
+        ResponseBody::new(Stream::Compress(wrap(log.counted(upstream), codec)), log)
     }
 
     /// The upstream gzip body, decoded by `wrap`.
@@ -122,12 +113,7 @@ impl ResponseBody {
         ) -> DecompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
         let codec = log.start_stream(Transform::Decompress);
-        ResponseBody {
-            stream: Stream::Decompress(wrap(log.counted(upstream), codec)),
-            held: None,
-            more: None,
-            log,
-        }
+        ResponseBody::new(Stream::Decompress(wrap(log.counted(upstream), codec)), log)
     }
 
     /// Reads the first frame of the body before the head is sent, so that the connection
@@ -135,19 +121,18 @@ impl ResponseBody {
     /// client, fewer per response, and a small response whole in one segment. nginx does the
     /// same (its `postpone_output` keeps a head until body bytes follow it).
     ///
-    /// The head waits as long as the body's first bytes would: a compressed body of known
-    /// length until its first call is done, whatever the pauses; one of unknown length, or a
-    /// decompressed one, at most `delay` (the flush delay); with a zero delay (event streams)
-    /// it goes at once. A passed body is only looked at: its first frame joins the head if it
-    /// came with the upstream's head.
-    pub(crate) async fn hold_first_frame(&mut self, delay: Duration) {
+    /// The head waits as long as the body's first bytes would, and never past `cap`: a
+    /// compressed body gathered call by call (known length, non-zero delay) until its first
+    /// call is done, whatever the pauses; another compressed or decompressed body at most
+    /// `delay` (the flush delay); with a zero delay (event streams) not at all. A passed body
+    /// is only looked at: its first frame joins the head if it came with the upstream's head.
+    pub(crate) async fn hold_first_frame(&mut self, delay: Duration, cap: Duration) {
+        let whole_call = self.gathers_whole_calls();
         let stream = &mut self.stream;
-        let whole_call = matches!(stream, Stream::Compress(body) if body.length_known());
         let first = match stream {
-            Stream::Compress(_) | Stream::Decompress(_) if delay.is_zero() => None,
-            Stream::Compress(_) if whole_call => Some(poll_fn(|cx| stream.poll_frame(cx)).await),
-            Stream::Compress(_) | Stream::Decompress(_) => {
-                tokio::time::timeout(delay, poll_fn(|cx| stream.poll_frame(cx)))
+            Stream::Compress(_) | Stream::Decompress(_) if !delay.is_zero() => {
+                let wait = if whole_call { cap } else { delay.min(cap) };
+                tokio::time::timeout(wait, poll_fn(|cx| stream.poll_frame(cx)))
                     .await
                     .ok()
             }
@@ -155,7 +140,7 @@ impl ResponseBody {
                 Poll::Ready(first) => Some(first),
                 Poll::Pending => None,
             },
-            Stream::Empty | Stream::Page(_) => None,
+            _ => None,
         };
         if let Some(first) = first {
             if first.is_none() {
@@ -166,11 +151,17 @@ impl ResponseBody {
         }
     }
 
+    /// Whether this is a compressed body gathered call by call whatever the pauses.
+    fn gathers_whole_calls(&self) -> bool {
+        matches!(&self.stream, Stream::Compress(body) if body.gathers_whole_calls())
+    }
+
     /// Lets the connection hold a compressed body's calls in the kernel until the last one
-    /// is written, so they leave as one segment (see [`crate::cork`]). Only a body of known
-    /// length, whose calls are gathered whatever the pauses, raises `more`.
+    /// is written, so they leave as one segment (see [`crate::cork`]). Only a body gathered
+    /// call by call whatever the pauses raises `more`: a body that flushes on pauses
+    /// (unknown length, or a zero delay) must not wait in the kernel.
     pub(crate) fn cork_between_calls(&mut self, more: MoreToCome) {
-        if matches!(&self.stream, Stream::Compress(body) if body.length_known()) {
+        if self.gathers_whole_calls() {
             self.more = Some(Lowered(more));
         }
     }
@@ -182,7 +173,10 @@ impl ResponseBody {
             Some(Some(Err(BodyError::Upstream(error)))) => match error.downcast() {
                 Ok(error) => {
                     let error: Box<UpstreamBodyError> = error;
-                    Err(Box::new((error.into_proxy_error(), self.log)))
+                    let mut log = self.log;
+                    // What the client gets is the proxy's page, not a transformed body.
+                    log.transform = Transform::None;
+                    Err(Box::new((error.into_proxy_error(), log)))
                 }
                 Err(error) => Ok(ResponseBody {
                     held: Some(Some(Err(BodyError::Upstream(error)))),

@@ -98,6 +98,15 @@ impl<B> ReadTimeout<B> {
     }
 }
 
+impl<B> ReadTimeout<B> {
+    fn error(&self, cause: Cause) -> UpstreamBodyError {
+        UpstreamBodyError {
+            upstream: self.upstream.clone(),
+            cause,
+        }
+    }
+}
+
 impl<B> Body for ReadTimeout<B>
 where
     B: Body<Data = Bytes> + Unpin,
@@ -113,23 +122,20 @@ where
         let this = &mut *self;
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
             this.last = Instant::now();
-            return Poll::Ready(frame.map(|frame| {
-                frame.map_err(|e| UpstreamBodyError {
-                    upstream: this.upstream.clone(),
-                    cause: Cause::Failed(e.into()),
-                })
-            }));
+            return Poll::Ready(
+                frame.map(|frame| frame.map_err(|e| this.error(Cause::Failed(e.into())))),
+            );
         }
-        let due = this.last + this.limit;
+        // A limit too far to represent never expires.
+        let Some(due) = this.last.checked_add(this.limit) else {
+            return Poll::Pending;
+        };
         let timer = this
             .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
         while timer.as_mut().poll(cx).is_ready() {
             if Instant::now() >= due {
-                return Poll::Ready(Some(Err(UpstreamBodyError {
-                    upstream: this.upstream.clone(),
-                    cause: Cause::Silent(this.limit),
-                })));
+                return Poll::Ready(Some(Err(this.error(Cause::Silent(this.limit)))));
             }
             // Frames came since the timer was set: wait out the rest of the new limit.
             timer.as_mut().reset(due);

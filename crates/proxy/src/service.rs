@@ -138,7 +138,8 @@ impl Proxy {
             log.hold(permit);
         }
         let mut body = self.response_body_filter(decision, flush, &head, upstream_body, log);
-        body.hold_first_frame(flush.delay).await;
+        body.hold_first_frame(flush.delay, self.upstreams.response_timeout())
+            .await;
         let mut body = match body.failed_early() {
             Ok(body) => body,
             Err(failed) => {

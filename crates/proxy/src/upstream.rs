@@ -73,6 +73,11 @@ impl Upstreams {
         }
     }
 
+    /// The longest an upstream may take to start its response, or go silent mid-body.
+    pub(crate) fn response_timeout(&self) -> Duration {
+        self.response_timeout
+    }
+
     /// Sends a request to the next upstream that is up, and to one more after a connect
     /// failure when the method is idempotent and the body was not sent. Returns the response
     /// head and its streaming body.
