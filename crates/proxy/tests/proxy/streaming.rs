@@ -32,30 +32,57 @@ async fn a_pausing_upstream_reaches_the_client_before_it_resumes() {
         .await
         .expect("a response");
     assert_eq!(response.headers()["content-encoding"], "gzip");
-    let mut body = response.into_body();
-    let mut decoder = Decoder::new(Format::Gzip);
-    let mut plain = Vec::new();
-    while plain.len() < PAUSE_FIRST.len() {
-        let frame = body.frame().await.expect("a frame").expect("no error");
-        if let Ok(data) = frame.into_data() {
-            decoder
-                .decode_to_vec(&data, &mut plain)
-                .expect("valid gzip");
-        }
-    }
+    let mut body = Gunzipping::new(response.into_body());
+    let first = body.at_least(PAUSE_FIRST.len()).await;
     // The flush delay (20 ms) sent the first part while the upstream was still pausing.
     assert!(
         started.elapsed() < PAUSE,
         "first part after {:?}",
         started.elapsed()
     );
-    assert_eq!(plain, PAUSE_FIRST);
-    let rest = body.collect().await.expect("complete").to_bytes();
-    decoder
-        .decode_to_vec(&rest, &mut plain)
-        .expect("valid gzip");
-    decoder.finish().expect("a complete stream");
+    assert_eq!(first, PAUSE_FIRST);
+    let plain = body.finish().await;
     assert_eq!(&plain[PAUSE_FIRST.len()..], &html(10_000)[..]);
+}
+
+/// A gzip response body, decoded as it arrives.
+struct Gunzipping {
+    body: hyper::body::Incoming,
+    decoder: Decoder,
+    plain: Vec<u8>,
+}
+
+impl Gunzipping {
+    fn new(body: hyper::body::Incoming) -> Gunzipping {
+        Gunzipping {
+            body,
+            decoder: Decoder::new(Format::Gzip),
+            plain: Vec::new(),
+        }
+    }
+
+    /// Reads frames until at least `len` bytes are decoded, and returns what is decoded.
+    async fn at_least(&mut self, len: usize) -> &[u8] {
+        while self.plain.len() < len {
+            let frame = self.body.frame().await.expect("a frame").expect("no error");
+            if let Ok(data) = frame.into_data() {
+                self.decoder
+                    .decode_to_vec(&data, &mut self.plain)
+                    .expect("valid gzip");
+            }
+        }
+        &self.plain
+    }
+
+    /// Reads the rest, which must end the gzip stream, and returns the whole body decoded.
+    async fn finish(mut self) -> Vec<u8> {
+        let rest = self.body.collect().await.expect("complete").to_bytes();
+        self.decoder
+            .decode_to_vec(&rest, &mut self.plain)
+            .expect("valid gzip");
+        self.decoder.finish().expect("a complete stream");
+        self.plain
+    }
 }
 
 #[tokio::test]
@@ -116,30 +143,16 @@ async fn a_stalling_upstream_does_not_hold_back_what_was_compressed() {
         .request(request("GET", &proxy.url("/stall.html"), GZIP))
         .await
         .expect("a response");
-    let mut body = response.into_body();
-    let mut decoder = Decoder::new(Format::Gzip);
-    let mut plain = Vec::new();
+    let mut body = Gunzipping::new(response.into_body());
     // The first two of the three 50 KB calls were compressed before the origin stalled:
     // corked or not, they reach the client while it stalls.
-    while plain.len() < 100_000 {
-        let frame = body.frame().await.expect("a frame").expect("no error");
-        if let Ok(data) = frame.into_data() {
-            decoder
-                .decode_to_vec(&data, &mut plain)
-                .expect("valid gzip");
-        }
-    }
+    body.at_least(100_000).await;
     assert!(
         started.elapsed() < PAUSE,
         "100 KB after {:?}",
         started.elapsed()
     );
-    let rest = body.collect().await.expect("complete").to_bytes();
-    decoder
-        .decode_to_vec(&rest, &mut plain)
-        .expect("valid gzip");
-    decoder.finish().expect("a complete stream");
-    assert_eq!(plain, html(150_000));
+    assert_eq!(body.finish().await, html(150_000));
 }
 
 #[tokio::test]
