@@ -580,33 +580,10 @@ mod tests {
     use std::convert::Infallible;
 
     use http_body_util::BodyExt;
-    use tokio::sync::mpsc;
     use zipwire_codec::Level;
 
     use super::*;
-
-    /// A body fed through a channel, so tests control pauses, errors and the end.
-    struct ChannelBody(mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>);
-
-    impl Body for ChannelBody {
-        type Data = Bytes;
-        type Error = std::io::Error;
-
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-            self.0.poll_recv(cx)
-        }
-    }
-
-    fn channel() -> (
-        mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>,
-        ChannelBody,
-    ) {
-        let (tx, rx) = mpsc::channel(64);
-        (tx, ChannelBody(rx))
-    }
+    use crate::test_bodies::{channel, ChannelBody};
 
     fn compress_body<B: Body>(inner: B, policy: FlushPolicy) -> (CompressBody<B>, Arc<BodyMeter>) {
         let meter = Arc::new(BodyMeter::default());

@@ -82,6 +82,8 @@ mod rules;
 mod server;
 mod service;
 pub mod settings;
+#[cfg(test)]
+mod test_bodies;
 mod throttle;
 mod upstream;
 

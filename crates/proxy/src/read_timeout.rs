@@ -158,27 +158,20 @@ mod tests {
     use http_body_util::BodyExt;
     use tokio::sync::mpsc;
 
-    type Item = Result<Frame<Bytes>, std::io::Error>;
+    use crate::test_bodies::{channel, ChannelBody, Item};
 
-    struct ChannelBody(mpsc::Receiver<Item>);
-
-    impl Body for ChannelBody {
-        type Data = Bytes;
-        type Error = std::io::Error;
-
-        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
-            self.0.poll_recv(cx)
-        }
+    /// A body fed by `tx`, from upstream `o:1`, cut after `limit` of silence.
+    fn timed(limit: Duration) -> (mpsc::Sender<Item>, ReadTimeout<ChannelBody>) {
+        let (tx, inner) = channel();
+        (
+            tx,
+            ReadTimeout::new(inner, Authority::from_static("o:1"), limit),
+        )
     }
 
     #[tokio::test(start_paused = true)]
     async fn frames_within_the_limit_pass_and_silence_fails() {
-        let (tx, rx) = mpsc::channel::<Item>(4);
-        let mut body = ReadTimeout::new(
-            ChannelBody(rx),
-            Authority::from_static("o:1"),
-            Duration::from_secs(10),
-        );
+        let (tx, mut body) = timed(Duration::from_secs(10));
         for _ in 0..3 {
             // Each frame comes 8 s after the last: never 10 s of silence.
             let send = tx.clone();
@@ -201,12 +194,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_end_of_the_body_passes() {
-        let (tx, rx) = mpsc::channel::<Item>(4);
-        let mut body = ReadTimeout::new(
-            ChannelBody(rx),
-            Authority::from_static("o:1"),
-            Duration::from_secs(1),
-        );
+        let (tx, mut body) = timed(Duration::from_secs(1));
         drop(tx);
         assert!(body.frame().await.is_none());
     }

@@ -1,0 +1,29 @@
+//! Bodies for unit tests.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use tokio::sync::mpsc;
+
+/// What a [`ChannelBody`] yields.
+pub(crate) type Item = Result<Frame<Bytes>, std::io::Error>;
+
+/// A body fed through a channel, so tests control pauses, errors and the end.
+pub(crate) struct ChannelBody(mpsc::Receiver<Item>);
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// A channel body and the sender that feeds it.
+pub(crate) fn channel() -> (mpsc::Sender<Item>, ChannelBody) {
+    let (tx, rx) = mpsc::channel(64);
+    (tx, ChannelBody(rx))
+}
