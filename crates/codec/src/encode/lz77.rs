@@ -1,6 +1,6 @@
 //! LZ77 match finding inside one call's input.
 //!
-//! Level 1 keeps one 16-bit position per hash and clears (part of) its small table per call;
+//! Level 1 keeps one tagged 16-bit position per hash and clears (part of) its table per call;
 //! levels 2-3 keep hash chains whose positions are tagged with a per-call `base` (see
 //! [`super::scratch`]), so those larger tables never need clearing between calls. Every
 //! candidate is verified byte by byte before use, so a stale or colliding entry can cost time
@@ -300,17 +300,18 @@ fn match_length(data: &[u8], pos: usize, dist: usize, x: u64) -> usize {
     16 + match_len(data, pos - dist + 16, pos + 16, max - 16)
 }
 
-/// Bits of the level-1 table index (16,384 entries of 16 bits: 32 KB, which stays in L1).
+/// Bits of the level-1 table index (16,384 entries of 32 bits: 64 KB).
 pub(crate) const FAST_BITS: u32 = 14;
 /// Bytes the level-1 hash covers. Six, not four: with one entry per hash, the newest position
 /// of a 6-byte string is much more often a long match than that of a 4-byte string (ratio
 /// 4.71 against 4.38 on web/ + canterbury/ at the same speed); matches still start at 4.
 const FAST_HASH_BYTES: u32 = 6;
 
-/// Level-1 table: the newest position (mod 2^16) of each hashed 6-byte string.
-pub(crate) type FastTable = [u16; 1 << FAST_BITS];
+/// Level-1 table: per hash of a 6-byte string, the newest position (mod 2^16, low half) and
+/// 16 more bits of the string's hash (high half), which reject most wrong candidates unread.
+pub(crate) type FastTable = [u32; 1 << FAST_BITS];
 
-/// Greedy parse over a table of one 16-bit position per hash, the level-1 matcher. Parses
+/// Greedy parse over a table of one tagged 16-bit position per hash, the level-1 matcher. Parses
 /// from `pos` until `tokens` is full or the input ends, and returns the position reached.
 ///
 /// Entries are positions within `data` modulo 2^16 and are not tagged: an entry may be stale
@@ -358,28 +359,36 @@ fn parse_fast_sized<const BITS: u32>(
     // Leave room for 16-byte reads at `pos`; the tail goes out as literals.
     let limit = len.saturating_sub(16);
     let shift = 64 - bits;
-    let hash = |word: u64| {
-        ((word << (64 - 8 * FAST_HASH_BYTES)).wrapping_mul(0xcf1b_bcdc_b7a5_6463) >> shift) as usize
-            & ((1 << FAST_BITS) - 1)
+    // One multiply per position gives both the table index (its top bits) and a 16-bit tag
+    // (bits 32-47), stored beside the position. A candidate whose tag differs is rejected
+    // without loading its bytes, so the branch on "match or not" waits for one load (the
+    // table's) instead of two (the table's, then the candidate's); that branch is a coin toss
+    // and is mispredicted about once per match.
+    let key = |word: u64| (word << (64 - 8 * FAST_HASH_BYTES)).wrapping_mul(0xcf1b_bcdc_b7a5_6463);
+    let index = |k: u64| (k >> shift) as usize & ((1 << FAST_BITS) - 1);
+    let tag = |k: u64| (k >> 16) as u32 & 0xffff_0000;
+    let entry = |word: u64, p: usize| {
+        let k = key(word);
+        (index(k), tag(k) | (p as u32 & 0xffff))
     };
     // Literals since the last match are `data[lit_start..pos]`; the parse stops where they
     // would overfill the block (`stop` moves on with each match).
     let mut lit_start = pos;
     let mut stop = limit.min(lit_start + tokens.room());
-    // Two positions per step: both hashes come from one load and both table lookups are in
+    // Two positions per step: both keys come from one load and both table lookups are in
     // flight at once; `pos + 1` is probed only when `pos` has no match. A match at `pos + 1`
     // leaves `pos` as a literal, so the step needs room for one literal and one match.
     while pos + 1 < stop {
         let cur = read_u64(data, pos);
-        let (h0, h1) = (hash(cur), hash(cur >> 8));
+        let ((h0, e0), (h1, e1)) = (entry(cur, pos), entry(cur >> 8, pos + 1));
         let c0 = table[h0];
-        table[h0] = pos as u16;
+        table[h0] = e0;
         let c1 = table[h1];
-        table[h1] = (pos + 1) as u16;
+        table[h1] = e1;
         let mut at = pos;
         let mut found = None;
-        let d0 = usize::from((pos as u16).wrapping_sub(c0));
-        if d0.wrapping_sub(1) < pos.min(WINDOW) {
+        let d0 = usize::from((pos as u16).wrapping_sub(c0 as u16));
+        if (c0 ^ e0) < 0x10000 && d0.wrapping_sub(1) < pos.min(WINDOW) {
             let x = read_u64(data, pos - d0) ^ cur;
             if x as u32 == 0 {
                 found = Some((d0, x));
@@ -387,8 +396,8 @@ fn parse_fast_sized<const BITS: u32>(
         }
         if found.is_none() {
             at = pos + 1;
-            let d1 = usize::from((at as u16).wrapping_sub(c1));
-            if d1.wrapping_sub(1) < at.min(WINDOW) {
+            let d1 = usize::from((at as u16).wrapping_sub(c1 as u16));
+            if (c1 ^ e1) < 0x10000 && d1.wrapping_sub(1) < at.min(WINDOW) {
                 let x = read_u64(data, at - d1) ^ read_u64(data, at);
                 if x as u32 == 0 {
                     found = Some((d1, x));
@@ -406,10 +415,15 @@ fn parse_fast_sized<const BITS: u32>(
                 // A match at `pos` has `pos + 1` inserted above; a match at `pos + 1` gets
                 // `pos + 2` here. Without a branch: for a match at `pos` this stores what
                 // the entry already holds.
-                table[hash(read_u64(data, at + 1))] = (at + 1) as u16;
                 let w = read_u64(data, end - 2);
-                table[hash(w)] = (end - 2) as u16;
-                table[hash(w >> 8)] = (end - 1) as u16;
+                for (word, p) in [
+                    (read_u64(data, at + 1), at + 1),
+                    (w, end - 2),
+                    (w >> 8, end - 1),
+                ] {
+                    let (h, e) = entry(word, p);
+                    table[h] = e;
+                }
             }
             pos = end;
             lit_start = pos;
