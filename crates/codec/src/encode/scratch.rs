@@ -1,7 +1,7 @@
 //! Per-thread working memory of the stateless encoder.
 //!
-//! Level 1 uses a 64 KB table of tagged 16-bit positions and clears the part a call uses (at
-//! most 64 KB, less for small inputs) at the start of the call, so its output never depends on what
+//! Level 1 uses a 32 KB table of tagged 16-bit positions and clears the part a call uses (at
+//! most 32 KB, less for small inputs) at the start of the call, so its output never depends on what
 //! the thread compressed before: the CLI's blocks come out the same whatever thread made them.
 //!
 //! The hash chains of levels 2-3 are larger (320 KB) and are allocated on first use. Their
@@ -35,7 +35,7 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Allocates the scratch memory (about 130 KB, 450 KB once levels 2-3 are used).
+    /// Allocates the scratch memory (about 100 KB, 420 KB once levels 2-3 are used).
     pub fn new() -> Scratch {
         Scratch {
             fast: vec![0; 1 << FAST_BITS]
@@ -87,7 +87,7 @@ impl Scratch {
     }
 
     fn compress_segment(&mut self, level: u8, data: &[u8], is_final: bool, w: &mut BitWriter<'_>) {
-        // Level 1: a table just large enough for the input (4, 16 or 64 KB), cleared.
+        // Level 1: a table just large enough for the input (4, 16 or 32 KB), cleared.
         let bits = fast_table_bits(usize::BITS - data.len().leading_zeros());
         let base = if level == 1 {
             self.fast[..1 << bits].fill(0);
