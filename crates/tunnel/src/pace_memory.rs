@@ -19,7 +19,7 @@ pub const REMEMBER_FOR: Duration = Duration::from_secs(30);
 /// The pace the endpoint's connections measured most recently.
 #[derive(Debug, Default)]
 pub struct PaceMemory {
-    best: Option<(f64, Instant)>,
+    best: Option<(Pace, Instant)>,
 }
 
 impl PaceMemory {
@@ -30,21 +30,19 @@ impl PaceMemory {
     pub fn remember(&mut self, pace: Pace, now: Instant) {
         let fresh = |at: Instant| now.saturating_duration_since(at) <= REMEMBER_FOR;
         self.best = match (pace, self.best) {
-            (Pace::AtLeast(rate), Some((best, at))) if fresh(at) && rate <= best => {
+            (Pace::AtLeast(rate), Some((best, at))) if fresh(at) && rate <= best.rate() => {
                 Some((best, at))
             }
-            (Pace::Limited(rate) | Pace::AtLeast(rate), _) if rate.is_finite() && rate > 0.0 => {
-                Some((rate, now))
-            }
+            (pace, _) if pace.rate().is_finite() && pace.rate() > 0.0 => Some((pace, now)),
             (_, kept) => kept,
         };
     }
 
     /// The pace to start a new connection from, unless it is older than [`REMEMBER_FOR`].
-    pub fn recall(&self, now: Instant) -> Option<f64> {
+    pub fn recall(&self, now: Instant) -> Option<Pace> {
         self.best
             .filter(|&(_, at)| now.saturating_duration_since(at) <= REMEMBER_FOR)
-            .map(|(rate, _)| rate)
+            .map(|(pace, _)| pace)
     }
 }
 
@@ -59,13 +57,25 @@ mod tests {
         assert_eq!(memory.recall(t0), None);
         memory.remember(Pace::AtLeast(2e9), t0);
         memory.remember(Pace::AtLeast(7e8), t0 + Duration::from_secs(1));
-        assert_eq!(memory.recall(t0 + Duration::from_secs(2)), Some(2e9));
+        assert_eq!(
+            memory.recall(t0 + Duration::from_secs(2)),
+            Some(Pace::AtLeast(2e9))
+        );
         memory.remember(Pace::Limited(1.2e6), t0 + Duration::from_secs(3));
-        assert_eq!(memory.recall(t0 + Duration::from_secs(4)), Some(1.2e6));
+        assert_eq!(
+            memory.recall(t0 + Duration::from_secs(4)),
+            Some(Pace::Limited(1.2e6))
+        );
         memory.remember(Pace::AtLeast(5e6), t0 + Duration::from_secs(5));
-        assert_eq!(memory.recall(t0 + Duration::from_secs(6)), Some(5e6));
+        assert_eq!(
+            memory.recall(t0 + Duration::from_secs(6)),
+            Some(Pace::AtLeast(5e6))
+        );
         memory.remember(Pace::AtLeast(f64::NAN), t0 + Duration::from_secs(7));
-        assert_eq!(memory.recall(t0 + Duration::from_secs(8)), Some(5e6));
+        assert_eq!(
+            memory.recall(t0 + Duration::from_secs(8)),
+            Some(Pace::AtLeast(5e6))
+        );
     }
 
     #[test]
@@ -77,6 +87,6 @@ mod tests {
         assert_eq!(memory.recall(later), None);
         // Once expired, a slower floor is the best knowledge there is.
         memory.remember(Pace::AtLeast(7e8), later);
-        assert_eq!(memory.recall(later), Some(7e8));
+        assert_eq!(memory.recall(later), Some(Pace::AtLeast(7e8)));
     }
 }

@@ -19,9 +19,13 @@
 //!   rate times its ratio, predicted from the speed and ratio measured at the current rung and
 //!   the typical steps between methods. On a slow link that is the best ratio the compressor
 //!   can still produce in time; on a fast one the fastest rung. When the link was often idle
-//!   (the compressor limits), one rung down. Without the kernel's view it watches the writer's
-//!   queue instead: up when frames waited longer for the link than the next rung's extra
-//!   work would take, down when the queue was often empty.
+//!   (the compressor limits), one rung down. Without the kernel's view, or before the link
+//!   has shown any pace, it watches the writer's queue instead: up when frames waited longer
+//!   for the link than the next rung's extra work would take, down when the queue was often
+//!   empty. A pace at which the link limited an earlier connection ([`Policy::recall_pace`])
+//!   picks the rung from the first compressed block on: over a slow link the compressor runs
+//!   hundreds of kilobytes ahead of the acknowledgements, and a short transfer would be
+//!   mostly compressed before the connection could measure the link itself.
 //! - **Mix, don't switch.** When a full block is ready, the writer's queue and the kernel's
 //!   unsent bytes are empty, what was sent and still queues at the bottleneck drains before
 //!   the block could be compressed (the link would idle while the compressor works) and the
@@ -139,6 +143,15 @@ pub enum Pace {
     AtLeast(f64),
 }
 
+impl Pace {
+    /// The rate, in bytes/s.
+    pub fn rate(self) -> f64 {
+        match self {
+            Pace::Limited(rate) | Pace::AtLeast(rate) => rate,
+        }
+    }
+}
+
 /// What to do with one block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -215,8 +228,10 @@ pub struct Policy {
     /// the last one that we limited (the link is at least that fast).
     link_rate: f64,
     floor_rate: f64,
-    /// A pace recalled from an earlier connection ([`Policy::recall_pace`]).
+    /// A pace recalled from an earlier connection ([`Policy::recall_pace`]), and whether the
+    /// link limited that connection at it.
     recalled: f64,
+    recalled_limit: bool,
     kernel: bool,
 }
 
@@ -243,18 +258,26 @@ impl Policy {
             link_rate: 0.0,
             floor_rate: 0.0,
             recalled: 0.0,
+            recalled_limit: false,
             kernel: false,
         }
     }
 
     /// Starts from a pace an earlier connection over the same path measured (see
-    /// [`Policy::measured_pace`]): the link is taken to carry at least `bytes_per_s` until an
-    /// evaluation shows it limiting below that. Without it every connection would compress
+    /// [`Policy::measured_pace`]): the link is taken to carry at least that rate until an
+    /// evaluation shows it limiting below it. Without it every connection would compress
     /// its first blocks to learn what the last one knew, which on a link far faster than the
     /// compressor costs a short transfer a tenth or more of its rate.
-    pub fn recall_pace(&mut self, bytes_per_s: f64) {
-        if bytes_per_s.is_finite() && bytes_per_s > 0.0 {
-            self.recalled = bytes_per_s;
+    ///
+    /// A pace at which the link limited the earlier connection also sets the ladder's first
+    /// climbs: until this connection has measured the link itself (which takes
+    /// [`WARMUP_ACKED`] acknowledged, most of a short transfer over a slow link), an
+    /// evaluation in which the link limited picks its rung for the recalled rate.
+    pub fn recall_pace(&mut self, pace: Pace) {
+        let rate = pace.rate();
+        if rate.is_finite() && rate > 0.0 {
+            self.recalled = rate;
+            self.recalled_limit = matches!(pace, Pace::Limited(_));
         }
     }
 
@@ -403,10 +426,19 @@ impl Policy {
             let secs = sent.worked.as_secs_f64();
             if secs > 0.0 && wire > 0 {
                 let (speed, ratio) = (raw as f64 / secs, raw as f64 / wire as f64);
+                let first = self.speed.is_none();
                 (self.speed, self.ratio) = match self.speed {
                     Some(old) => (Some((old + speed) / 2.0), (self.ratio + ratio) / 2.0),
                     None => (Some(speed), ratio),
                 };
+                // The first block measured the compressor on this data. On a link an
+                // earlier connection found limiting, go at once to the rung that pace calls
+                // for: on a slow link the compressor runs hundreds of kilobytes ahead of the
+                // acknowledgements, so a short transfer is mostly compressed before this
+                // connection could measure the link.
+                if first && self.recalled_limit && self.link_rate == 0.0 {
+                    self.change_rung(self.best_rung(self.recalled));
+                }
             }
         }
         if let Some(link) = sent.signals.link {
@@ -423,8 +455,16 @@ impl Policy {
         if self.seen < EVAL_BLOCKS {
             return;
         }
-        let before = self.rung;
-        let bound = self.measure_link();
+        // The link limited this evaluation: the kernel had bytes waiting in most blocks, or
+        // frames waited for room in the writer's queue longer than compressing them took.
+        let limited = self.backlogged * 2 > self.seen || self.waited > self.worked;
+        let bound = self.measure_link().or_else(|| {
+            // Not measured yet, but the link limited this evaluation and an earlier
+            // connection measured it limiting: climb for that rate. A path that got faster
+            // since shows up as an idle link at the next evaluation, which steps down.
+            (limited && self.recalled_limit && self.link_rate == 0.0 && self.recalled > 0.0)
+                .then_some(self.recalled)
+        });
         tracing::trace!(
             method = %self.ladder[self.rung],
             link_bytes_per_s = self.link_rate as u64,
@@ -432,40 +472,58 @@ impl Policy {
             speed = self.speed.unwrap_or(0.0) as u64,
             ratio = self.ratio,
             idle = self.idle,
+            backlogged = self.backlogged,
+            recalled = self.recalled as u64,
+            acked = self.latest.bytes_acked,
+            notsent = self.latest.notsent,
+            in_flight = self.latest.in_flight,
             "compression evaluated"
         );
-        if let (Some(rate), Some(_)) = (bound, self.speed) {
-            self.rung = self.best_rung(rate);
+        let next = if let (Some(rate), Some(_)) = (bound, self.speed) {
+            self.best_rung(rate)
         } else if self.idle >= EVAL_BLOCKS / 4 {
-            self.rung = self.rung.saturating_sub(1);
-        } else if !self.kernel && self.rung + 1 < self.ladder.len() {
-            // Climb only if the waiting would pay for the next rung's extra work: its time
-            // per byte, relative to this rung's, from typical speeds.
+            self.rung.saturating_sub(1)
+        } else if (!self.kernel || self.pace() == 0.0) && self.rung + 1 < self.ladder.len() {
+            // Our queue alone: without the kernel, or before the link has shown any pace
+            // (on a slow link the compressor runs far ahead of the acknowledgements, and a
+            // short transfer may be over before WARMUP_ACKED). Climb only if the waiting
+            // would pay for the next rung's extra work: its time per byte, relative to this
+            // rung's, from typical speeds.
             let slower =
                 profile(self.ladder[self.rung]).speed / profile(self.ladder[self.rung + 1]).speed;
-            if self.waited.as_secs_f64() > self.worked.as_secs_f64() * (slower - 1.0).max(1.0) {
-                self.rung += 1;
-            }
-        }
-        if self.rung != before {
-            tracing::debug!(
-                from = %self.ladder[before],
-                to = %self.ladder[self.rung],
-                link_bytes_per_s = self.link_rate as u64,
-                "compression level changed"
-            );
-            // Measurements of the old rung predict the new one until it measures itself.
-            if let Some((speed, ratio)) = self.predict_from(before, self.rung) {
-                self.speed = Some(speed);
-                self.ratio = ratio;
-            }
-        }
+            let pays =
+                self.waited.as_secs_f64() > self.worked.as_secs_f64() * (slower - 1.0).max(1.0);
+            self.rung + usize::from(pays)
+        } else {
+            self.rung
+        };
+        self.change_rung(next);
         self.first = None;
         self.backlogged = 0;
         self.seen = 0;
         self.waited = Duration::ZERO;
         self.worked = Duration::ZERO;
         self.idle = 0;
+    }
+
+    /// Moves to `rung`; the current rung's measurements predict the new one's until it
+    /// measures itself.
+    fn change_rung(&mut self, rung: usize) {
+        if rung == self.rung {
+            return;
+        }
+        tracing::debug!(
+            from = %self.ladder[self.rung],
+            to = %self.ladder[rung],
+            link_bytes_per_s = self.link_rate as u64,
+            recalled_bytes_per_s = self.recalled as u64,
+            "compression level changed"
+        );
+        if let Some((speed, ratio)) = self.predict_from(self.rung, rung) {
+            self.speed = Some(speed);
+            self.ratio = ratio;
+        }
+        self.rung = rung;
     }
 
     /// The rate at which the peer acknowledged bytes during this evaluation (once the link
@@ -488,6 +546,7 @@ impl Policy {
         // is not what it was.
         if rate < self.recalled {
             self.recalled = 0.0;
+            self.recalled_limit = false;
         }
         // Acknowledgements come in bursts: smooth over evaluations.
         self.link_rate = if self.link_rate > 0.0 {
@@ -819,7 +878,7 @@ mod tests {
         // An earlier connection saw 2 GB/s: once one block has measured the compressor, full
         // blocks go raw, with nothing acknowledged yet.
         let mut policy = Policy::new(Choice::Auto, true);
-        policy.recall_pace(2e9);
+        policy.recall_pace(Pace::AtLeast(2e9));
         let mut link = Sim::new(2e9, 0);
         let blocks = EVAL_BLOCKS * 2;
         assert_eq!(link.run(&mut policy, blocks, 500, 4.0), blocks as usize - 1);
@@ -830,7 +889,7 @@ mod tests {
         // The same memory on a path now at 10 Mbit/s: the raw blocks back up in the kernel,
         // an evaluation measures the link limiting far below, and compression comes back.
         let mut policy = Policy::new(Choice::Auto, true);
-        policy.recall_pace(2e9);
+        policy.recall_pace(Pace::AtLeast(2e9));
         let mut link = Sim::new(1.25e6, 64 * 1024);
         link.run(&mut policy, EVAL_BLOCKS * 3, 500, 4.0);
         assert!(
@@ -839,6 +898,59 @@ mod tests {
             policy.measured_pace()
         );
         assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
+    }
+
+    #[test]
+    fn a_recalled_slow_limit_climbs_before_the_link_is_measured_again() {
+        // 10 Mbit/s, text at ratio 11: blocks put 12 KB each on the wire, far from the
+        // 128 KB this connection needs acknowledged to measure the link itself.
+        let run = |recalled: Option<Pace>, blocks: u32| {
+            let mut policy = Policy::new(Choice::Auto, true);
+            if let Some(pace) = recalled {
+                policy.recall_pace(pace);
+            }
+            let start = policy.method();
+            let mut link = Sim::new(1.25e6, 16 * 1024);
+            assert_eq!(link.run(&mut policy, blocks, 500, 11.0), 0);
+            (start, policy.method())
+        };
+        let (start, fresh) = run(None, EVAL_BLOCKS);
+        assert_eq!(fresh, start, "nothing known: no climb yet");
+        // An earlier connection saw the link limit it at 10 Mbit/s: the first block measures
+        // the compressor, and the ladder climbs at once.
+        let (_, first) = run(Some(Pace::Limited(1.25e6)), 1);
+        assert!(first.level > start.level, "{start} -> {first}");
+        // ... and on at the first evaluation in which the link limits.
+        let (_, later) = run(Some(Pace::Limited(1.25e6)), EVAL_BLOCKS);
+        assert!(later.level > first.level, "{first} -> {later}");
+        // A rate the link merely carried says nothing about a limit: no climb.
+        let (_, carried) = run(Some(Pace::AtLeast(1.25e6)), EVAL_BLOCKS);
+        assert_eq!(carried, start);
+    }
+
+    #[test]
+    fn before_the_link_has_shown_a_pace_frames_waiting_for_it_climb_the_ladder() {
+        // The kernel reports, but nothing is acknowledged yet: the writer's queue decides.
+        // Frames wait 8 ms each for a block compressed in 0.5 ms.
+        let mut policy = Policy::new(Choice::Auto, true);
+        let start = policy.method();
+        let signals = Signals {
+            link: Some(Link::default()),
+            ..full(false)
+        };
+        let wait = (Duration::from_millis(8), Duration::from_micros(500));
+        run(&mut policy, EVAL_BLOCKS, signals, wait, 11.0);
+        assert!(policy.method().level > start.level);
+        // Frames that do not wait leave the ladder where it is.
+        let mut policy = Policy::new(Choice::Auto, true);
+        run(
+            &mut policy,
+            EVAL_BLOCKS * 4,
+            signals,
+            (Duration::ZERO, wait.1),
+            11.0,
+        );
+        assert_eq!(policy.method(), start);
     }
 
     #[test]
