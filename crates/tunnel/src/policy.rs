@@ -483,17 +483,21 @@ impl Policy {
             self.best_rung(rate)
         } else if self.idle >= EVAL_BLOCKS / 4 {
             self.rung.saturating_sub(1)
-        } else if (!self.kernel || self.pace() == 0.0) && self.rung + 1 < self.ladder.len() {
+        } else if !self.kernel || self.pace() == 0.0 {
             // Our queue alone: without the kernel, or before the link has shown any pace
             // (on a slow link the compressor runs far ahead of the acknowledgements, and a
-            // short transfer may be over before WARMUP_ACKED). Climb only if the waiting
-            // would pay for the next rung's extra work: its time per byte, relative to this
-            // rung's, from typical speeds.
-            let slower =
-                profile(self.ladder[self.rung]).speed / profile(self.ladder[self.rung + 1]).speed;
-            let pays =
-                self.waited.as_secs_f64() > self.worked.as_secs_f64() * (slower - 1.0).max(1.0);
-            self.rung + usize::from(pays)
+            // short transfer may be over before WARMUP_ACKED). Climb as far as the waiting
+            // pays for the extra work (at most two rungs): a rung's time per byte, relative
+            // to this rung's, from typical speeds.
+            let here = profile(self.ladder[self.rung]).speed;
+            let top = (self.rung + 2).min(self.ladder.len() - 1);
+            (self.rung + 1..=top)
+                .take_while(|&rung| {
+                    let slower = here / profile(self.ladder[rung]).speed;
+                    self.waited.as_secs_f64() > self.worked.as_secs_f64() * (slower - 1.0).max(1.0)
+                })
+                .last()
+                .unwrap_or(self.rung)
         } else {
             self.rung
         };
@@ -940,7 +944,13 @@ mod tests {
         };
         let wait = (Duration::from_millis(8), Duration::from_micros(500));
         run(&mut policy, EVAL_BLOCKS, signals, wait, 11.0);
-        assert!(policy.method().level > start.level);
+        // The waiting pays for two rungs' extra work (zstd-3 to zstd-9: 4.3× the time).
+        assert_eq!((start, policy.method()), (ladder(true)[1], ladder(true)[3]));
+        // Waiting that pays for one rung only climbs one.
+        let mut policy = Policy::new(Choice::Auto, true);
+        let wait = (Duration::from_micros(1400), Duration::from_micros(500));
+        run(&mut policy, EVAL_BLOCKS, signals, wait, 11.0);
+        assert_eq!(policy.method(), ladder(true)[2]);
         // Frames that do not wait leave the ladder where it is.
         let mut policy = Policy::new(Choice::Auto, true);
         run(
