@@ -462,8 +462,7 @@ impl Policy {
             // Not measured yet, but the link limited this evaluation and an earlier
             // connection measured it limiting: climb for that rate. A path that got faster
             // since shows up as an idle link at the next evaluation, which steps down.
-            (limited && self.recalled_limit && self.link_rate == 0.0 && self.recalled > 0.0)
-                .then_some(self.recalled)
+            (limited && self.recalled_limit && self.link_rate == 0.0).then_some(self.recalled)
         });
         tracing::trace!(
             method = %self.ladder[self.rung],
