@@ -13,7 +13,7 @@
 #   PROXIES ["haproxy nginx caddy zipwire"]
 #   FILES ["single mix"]     single: haproxy-org-index.html; mix: every file in web/
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
-#   ZIPWIRE [target/release/zipwire]   ZIPWIRE_LEVEL [1]
+#   ZIPWIRE [target/release/zipwire]   ZIPWIRE_LEVEL [2, the proxy's default]
 #   PROXY_CPU [0]  LOAD_CPU [1]  ORIGIN_CPU [LOAD_CPU]
 #   ORIGIN_PORT [18080]  PROXY_PORT [18081]
 #   TSV [unset]              also append the rows, tab-separated, to this file
@@ -30,7 +30,7 @@ CONNS=${CONNS:-"300 500"}
 PROXIES=${PROXIES:-"haproxy nginx caddy zipwire"}
 FILES=${FILES:-"single mix"}
 ZIPWIRE=${ZIPWIRE:-$ROOT/target/release/zipwire}
-ZIPWIRE_LEVEL=${ZIPWIRE_LEVEL:-1}
+ZIPWIRE_LEVEL=${ZIPWIRE_LEVEL:-2}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-$LOAD_CPU}

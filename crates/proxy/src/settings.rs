@@ -70,7 +70,7 @@ pub struct Upstream {
 #[derive(Clone, Debug)]
 pub struct Compression {
     /// Encoder level: 1-3 use the stateless encoder (a few bytes per stream); 4-9 keep a 32 KB
-    /// window per stream. Default 1.
+    /// window per stream. Default 2.
     pub level: Level,
     /// Which responses are compressed.
     pub rules: Rules,
@@ -89,7 +89,7 @@ pub struct Compression {
 impl Default for Compression {
     fn default() -> Compression {
         Compression {
-            level: Level::FASTEST,
+            level: Level::FAST,
             rules: Rules::default(),
             flush: FlushPolicy::default(),
             offload: true,

@@ -83,7 +83,7 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "N", value_parser = value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 
-    /// Compression level, 1 (fastest, stateless) to 9 [default: 1]
+    /// Compression level, 1 (fastest, stateless) to 9 [default: 2]
     #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(1..=9))]
     pub level: Option<u8>,
 

@@ -41,7 +41,7 @@ fn example_checks_and_prints_the_effective_configuration() {
         stdout.contains("\nupstreams = [\"http://127.0.0.1:9000\"]\n"),
         "{stdout}"
     );
-    assert!(stdout.contains("\nlevel = 1\n"), "{stdout}");
+    assert!(stdout.contains("\nlevel = 2\n"), "{stdout}");
     assert!(stdout.contains("\n[timeouts]\n"), "{stdout}");
 
     // The printed configuration is a configuration file that prints the same again.

@@ -1,10 +1,11 @@
 //! Per-thread working memory of the stateless encoder.
 //!
-//! Level 1 uses a 32 KB table of tagged 16-bit positions and clears the part a call uses (at
-//! most 32 KB, less for small inputs) at the start of the call, so its output never depends on what
-//! the thread compressed before: the CLI's blocks come out the same whatever thread made them.
+//! Levels 1 and 2 use a 32 KB table of tagged 16-bit positions (level 1 only its first 16 KB)
+//! and clear the part a call uses (less for small inputs) at the start of the call, so their
+//! output never depends on what the thread compressed before: the CLI's blocks come out the
+//! same whatever thread made them.
 //!
-//! The hash chains of levels 2-3 are larger (320 KB) and are allocated on first use. Their
+//! The hash chains of level 3 are larger (320 KB) and are allocated on first use. Their
 //! positions are stored as `base + pos`, where every call gets a fresh `base` at least one
 //! window past everything stored before, so they never need clearing between calls or streams,
 //! and an entry left by another stream can never pass the distance check. When the tag space
@@ -13,7 +14,7 @@
 use super::bits::BitWriter;
 use super::block::{write_stored, write_sync_marker, BlockWriter, Plan};
 use super::lz77::{
-    fast_table_bits, parse_chain, parse_fast, ChainParams, FastTable, Tokens, FAST_BITS, HASH_BITS,
+    parse_chain, parse_fast, ChainParams, FastTable, Greedy, Tokens, FAST_BITS, HASH_BITS,
     MAX_TOKENS, WINDOW,
 };
 
@@ -24,9 +25,9 @@ const SEGMENT: usize = 1 << 30;
 /// tables. One `Scratch` serves any number of streams, one call at a time; it holds no stream
 /// data between calls.
 pub struct Scratch {
-    /// Level-1 table.
+    /// Greedy table of levels 1 and 2.
     fast: Box<FastTable>,
-    /// Hash heads and chains, allocated on the first call at level 2 or 3.
+    /// Hash heads and chains, allocated on the first call at level 3.
     head: Box<[u32]>,
     prev: Box<[u32]>,
     next_base: u32,
@@ -35,7 +36,7 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Allocates the scratch memory (about 100 KB, 420 KB once levels 2-3 are used).
+    /// Allocates the scratch memory (about 100 KB, 420 KB once level 3 is used).
     pub fn new() -> Scratch {
         Scratch {
             fast: vec![0; 1 << FAST_BITS]
@@ -87,9 +88,14 @@ impl Scratch {
     }
 
     fn compress_segment(&mut self, level: u8, data: &[u8], is_final: bool, w: &mut BitWriter<'_>) {
-        // Level 1: a table just large enough for the input (4, 16 or 32 KB), cleared.
-        let bits = fast_table_bits(usize::BITS - data.len().leading_zeros());
-        let base = if level == 1 {
+        // Levels 1-2: a table just large enough for the input (4, 16 or 32 KB), cleared.
+        let greedy = match level {
+            1 => Some(Greedy::Fastest),
+            2 => Some(Greedy::Fast),
+            _ => None,
+        };
+        let bits = greedy.map_or(0, |g| g.table_bits(data.len()));
+        let base = if greedy.is_some() {
             self.fast[..1 << bits].fill(0);
             0
         } else {
@@ -99,25 +105,18 @@ impl Scratch {
             }
             self.claim_base(data.len())
         };
-        let params = match level {
-            2 => ChainParams {
-                depth: 6,
-                nice: 32,
-                lazy: false,
-            },
-            _ => ChainParams {
-                depth: 16,
-                nice: 96,
-                lazy: true,
-            },
+        let params = ChainParams {
+            depth: 16,
+            nice: 96,
+            lazy: true,
         };
         let (mut pos, mut block_start) = (0, 0);
         // Start of the run of blocks that chose stored: written as one run of 64 KB blocks.
         let mut stored_from = None;
         while pos < data.len() {
-            pos = match level {
-                1 => parse_fast(data, pos, &mut self.fast, bits, &mut self.tokens),
-                _ => parse_chain(
+            pos = match greedy {
+                Some(g) => parse_fast(data, pos, &mut self.fast, (g, bits), &mut self.tokens),
+                None => parse_chain(
                     data,
                     pos,
                     (&mut self.head, &mut self.prev),
@@ -187,15 +186,14 @@ mod tests {
     #[test]
     fn tag_space_wraps_by_clearing_the_tables() {
         let data: Vec<u8> = b"abcdefgh".iter().cycle().take(100_000).copied().collect();
-        for level in 2..=3 {
-            let mut scratch = Scratch::new();
-            let mut first = Vec::new();
-            scratch.compress(level, &data, true, &mut first);
-            scratch.next_base = u32::MAX - 50_000;
-            let mut wrapped = Vec::new();
-            scratch.compress(level, &data, true, &mut wrapped);
-            assert_eq!(first, wrapped, "level {level}");
-            assert!(scratch.next_base < 200_000);
-        }
+        // Level 3, the one with hash chains.
+        let mut scratch = Scratch::new();
+        let mut first = Vec::new();
+        scratch.compress(3, &data, true, &mut first);
+        scratch.next_base = u32::MAX - 50_000;
+        let mut wrapped = Vec::new();
+        scratch.compress(3, &data, true, &mut wrapped);
+        assert_eq!(first, wrapped);
+        assert!(scratch.next_base < 200_000);
     }
 }
