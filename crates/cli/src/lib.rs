@@ -7,9 +7,10 @@
 //!   `FILE` by `FILE.gz` (or back), write to stdout, test or list, with gzip's messages and exit
 //!   [`Status`].
 //! - [`member`] compresses one stream into one gzip member on worker threads: the input is cut
-//!   into 1 MB blocks, each compressed on its own (levels 1-3 with the stateless encoder,
-//!   4-9 with zlib-rs primed with the previous 32 KB) and stitched in order with the CRC-32s
-//!   combined, so the output is the same whatever the thread count and memory stays bounded.
+//!   into 1 MB blocks, each compressed on its own (levels 1-3 with the stateless encoder, whose
+//!   level 2 serves both `-1` and `-2`; 4-9 with zlib-rs primed with the previous 32 KB) and
+//!   stitched in order with the CRC-32s combined, so the output is the same whatever the
+//!   thread count and memory stays bounded.
 //! - [`inflate`] decodes any number of members with bounded memory and tells trailing zeros
 //!   from trailing garbage.
 //! - [`staged`] is how files are written: a temporary file in the target's directory, synced,

@@ -194,6 +194,13 @@ impl<W: Write + ?Sized> Sink<'_, W> {
     }
 }
 
+/// The codec level that serves gzip's `-1` to `-3`: `-1` and `-2` both get the codec's level 2.
+/// The codec's level 1 trades ratio for speed (0.93× `pigz -1`'s ratio on the large corpus,
+/// against 0.985× for level 2), and a gzip user asking for `-1` expects about `gzip -1`'s size.
+fn stateless_level(level: Level) -> Level {
+    level.max(Level::FAST)
+}
+
 /// A thread's compressor: the stateless encoder's scratch, or the level for zlib-rs.
 enum Worker {
     Stateless {
@@ -210,7 +217,7 @@ impl Worker {
     fn new(level: Level) -> Worker {
         if level.is_stateless() {
             Worker::Stateless {
-                level,
+                level: stateless_level(level),
                 scratch: Box::new(Scratch::new()),
             }
         } else {
@@ -366,6 +373,32 @@ mod tests {
         assert_eq!(totals.bytes_in, data.len() as u64);
         assert_eq!(totals.bytes_out, out.len() as u64);
         out
+    }
+
+    #[test]
+    fn gzip_one_and_two_use_the_codecs_level_two() {
+        let data = generate(DataKind::Text, BLOCK + 4_321, 3);
+        let deflate = |level: u8| {
+            let out = member(&data, level, 1);
+            out[10..].to_vec() // after the minimal header
+        };
+        let codec_two = {
+            let mut encoder = Encoder::new(Format::Raw, Level::FAST).unwrap();
+            let mut out = Vec::new();
+            let mut scratch = Scratch::new();
+            encoder
+                .encode(&mut scratch, &data[..BLOCK], &mut out)
+                .unwrap();
+            encoder
+                .finish(&mut scratch, &data[BLOCK..], &mut out)
+                .unwrap();
+            out
+        };
+        for level in [1, 2] {
+            let body = deflate(level);
+            assert!(body.starts_with(&codec_two), "-{level}");
+        }
+        assert!(!deflate(3).starts_with(&codec_two));
     }
 
     #[test]

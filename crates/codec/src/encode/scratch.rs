@@ -15,7 +15,7 @@ use super::bits::BitWriter;
 use super::block::{write_stored, write_sync_marker, BlockWriter, Plan};
 use super::lz77::{
     parse_chain, parse_fast, ChainParams, FastTable, Greedy, Tokens, FAST_BITS, HASH_BITS,
-    MAX_TOKENS, WINDOW,
+    MAX_SYMBOLS, MAX_TOKENS, SYMBOLS, WINDOW,
 };
 
 /// Inputs longer than this are parsed as independent segments so tagged positions fit in u32.
@@ -95,6 +95,12 @@ impl Scratch {
             _ => None,
         };
         let bits = greedy.map_or(0, |g| g.table_bits(data.len()));
+        self.tokens
+            .set_max_symbols(if greedy == Some(Greedy::Fastest) {
+                MAX_SYMBOLS
+            } else {
+                SYMBOLS
+            });
         let base = if greedy.is_some() {
             self.fast[..1 << bits].fill(0);
             0
