@@ -623,7 +623,7 @@ fn profile(method: Method) -> Profile {
         (Codec::Zstd, l) if l <= 15 => (0.014, 1.45),
         (Codec::Zstd, _) => (0.006, 1.55),
         (Codec::Deflate, l) if l <= 1 => (1.0, 1.0),
-        (Codec::Deflate, l) if l <= 2 => (0.92, 1.03),
+        (Codec::Deflate, l) if l <= 2 => (0.88, 1.04),
         (Codec::Deflate, _) => (0.18, 1.23),
         (Codec::DeflateWindow, l) if l <= 6 => (0.14, 1.2),
         (Codec::DeflateWindow, _) => (0.05, 1.22),

@@ -22,7 +22,7 @@ pub(crate) const MIN_MATCH: usize = 4;
 pub(crate) const MAX_MATCH: usize = 258;
 /// Bits of the hash-head table index.
 pub(crate) const HASH_BITS: u32 = 15;
-/// Flag bit that marks a token as a match; literals are the byte value alone.
+/// Flag bit that marks a token as a match; a token without it is a run of literals, its length.
 pub(crate) const MATCH_FLAG: u32 = 1 << 31;
 
 /// Tokens per block (literal runs and matches), the size of the token buffer: 64 KB, which
@@ -77,23 +77,26 @@ impl Tokens {
         &self.buf[..self.len]
     }
 
-    /// Symbols the block can still take; parsers stop before pending literals reach it. None
-    /// once the token buffer lacks room for a literal run and a match, the most one step of a
-    /// parse pushes.
+    /// Symbols the block can still take; parsers stop before pending literals reach it. At
+    /// most one once the token buffer lacks room for a literal run and a match (the most one
+    /// step of a parse pushes), so only a step without pending literals can run; none once the
+    /// buffer is full. With a budget of [`MAX_TOKENS`] symbols this is exactly the budget left,
+    /// since a block never holds more tokens than symbols.
     #[inline(always)]
     fn room(&self) -> usize {
-        if self.len + 2 <= MAX_TOKENS {
-            self.max_symbols - self.symbols
-        } else {
-            0
+        let symbols = self.max_symbols - self.symbols;
+        match MAX_TOKENS - self.len {
+            0 => 0,
+            1 => symbols.min(1),
+            _ => symbols,
         }
     }
 
     #[inline(always)]
     fn push(&mut self, token: u32) {
         debug_assert!(self.len < MAX_TOKENS);
-        // The parsers check `is_full` before every push; the mask keeps the index provably in
-        // bounds without a second check.
+        // The parsers stay within `room` before every push; the mask keeps the index provably
+        // in bounds without a second check.
         self.buf[self.len & (MAX_TOKENS - 1)] = token;
         self.len += 1;
     }
@@ -580,6 +583,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn room_is_the_symbol_budget_left_until_the_token_buffer_runs_out() {
+        for budget in [SYMBOLS, MAX_SYMBOLS] {
+            let mut tokens = Tokens::new();
+            tokens.set_max_symbols(budget);
+            // One-literal runs: as many tokens as symbols.
+            for _ in 0..MAX_TOKENS - 2 {
+                tokens.counted_literals(1);
+            }
+            assert_eq!(tokens.room(), budget - (MAX_TOKENS - 2));
+            tokens.counted_literals(1);
+            assert_eq!(tokens.room(), 1, "budget {budget}");
+            tokens.counted_literals(1);
+            assert_eq!(tokens.room(), 0, "budget {budget}");
+        }
+    }
+
+    // Run with level 1's symbol budget, so the token buffer fills first; levels 2-3 use
+    // `SYMBOLS`, which a block reaches no later than its buffer.
     #[test]
     fn chain_parse_ends_a_block_when_its_token_buffer_is_full() {
         let data = literal_match_pairs(1 << 18);

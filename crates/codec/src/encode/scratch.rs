@@ -88,7 +88,8 @@ impl Scratch {
     }
 
     fn compress_segment(&mut self, level: u8, data: &[u8], is_final: bool, w: &mut BitWriter<'_>) {
-        // Levels 1-2: a table just large enough for the input (4, 16 or 32 KB), cleared.
+        // Levels 1-2: a table just large enough for the input (4, 16 or, at level 2, 32 KB),
+        // cleared.
         let greedy = match level {
             1 => Some(Greedy::Fastest),
             2 => Some(Greedy::Fast),
