@@ -519,23 +519,23 @@ fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bo
 
 #[cfg(test)]
 mod tests {
+    use zipwire_testkit::{generate, DataKind};
+
     use super::*;
 
     /// Data whose parse alternates a literal and a short match, so that a block's token buffer
     /// fills long before its symbol budget does.
     fn literal_match_pairs(len: usize) -> Vec<u8> {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let words: Vec<[u8; 8]> = (0..16).map(|_| next().to_le_bytes()).collect();
+        let words = generate(DataKind::Random, 16 * 8, 1);
+        let picks = generate(DataKind::Random, 2 * (len / 9 + 1), 2);
         let mut data = Vec::with_capacity(len + 9);
-        while data.len() < len {
-            data.push(next() as u8);
-            data.extend_from_slice(&words[(next() % 16) as usize]);
+        for pick in picks.chunks_exact(2) {
+            if data.len() >= len {
+                break;
+            }
+            data.push(pick[0]);
+            let word = usize::from(pick[1] % 16) * 8;
+            data.extend_from_slice(&words[word..word + 8]);
         }
         data
     }
