@@ -8,8 +8,8 @@ use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
 use http::uri::Authority;
 
 use crate::gzip::FileArgs;
-use crate::proxy::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
 use crate::tunnel::TunnelArgs;
+use crate::value::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
 
 /// Compression offload for data in transit.
 #[derive(Debug, Parser)]

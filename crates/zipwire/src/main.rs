@@ -15,6 +15,7 @@ mod logging;
 mod proxy;
 mod sample;
 mod tunnel;
+mod value;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -16,7 +16,7 @@ use zipwire_tunnel::relay::Shared;
 use zipwire_tunnel::stats::Stats;
 use zipwire_tunnel::tls::{self, Fingerprint};
 
-use crate::proxy::{parse_percent, parse_socket_addr};
+use crate::value::{parse_percent, parse_size, parse_socket_addr};
 
 /// `zipwire tunnel`: which end.
 #[derive(Debug, Args)]
@@ -132,7 +132,7 @@ fn parse_choice(text: &str) -> Result<Choice, String> {
 }
 
 fn parse_block(text: &str) -> Result<usize, String> {
-    let size = crate::proxy::parse_size(text)?;
+    let size = parse_size(text)?;
     if (16 * 1024..=256 * 1024).contains(&size) {
         Ok(size as usize)
     } else {

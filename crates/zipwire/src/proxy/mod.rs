@@ -9,7 +9,6 @@
 mod raw;
 mod render;
 mod typed;
-mod value;
 
 #[cfg(test)]
 mod tests;
@@ -25,7 +24,6 @@ use crate::cli::ProxyArgs;
 use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig};
 
 pub use self::render::render;
-pub use self::value::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
 
 /// Runs `zipwire proxy --check`: validates the configuration and writes the effective
 /// configuration to `out`. (clap requires `--check` until the server is wired to this

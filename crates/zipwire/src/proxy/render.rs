@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use zipwire_proxy::ProxyConfig;
 
-use crate::proxy::value::{format_duration, format_size};
+use crate::value::{format_duration, format_size};
 
 /// `config` as a TOML document.
 pub fn render(config: &ProxyConfig) -> String {

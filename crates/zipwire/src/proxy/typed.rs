@@ -15,7 +15,7 @@ use zipwire_codec::Level;
 use zipwire_proxy::{Coding, ProxyConfig, TypePattern, Upstream};
 
 use crate::proxy::raw::{Quantity, RawConfig};
-use crate::proxy::value;
+use crate::value;
 
 /// Where the proxy listens when neither the file nor `--listen` says.
 pub const DEFAULT_LISTEN: SocketAddr =

@@ -1,5 +1,7 @@
-//! Parsers and printers for the value syntaxes of the proxy configuration, shared by the TOML
-//! file and the flags so both accept exactly the same spellings.
+//! Parsers and printers for the value syntaxes of the configuration (sizes, durations,
+//! percentages, addresses, upstream URLs), shared by the proxy's TOML file and every
+//! subcommand's flags so all accept exactly the same spellings. It sits below `cli`, `proxy`
+//! and `tunnel`, which all look down to it.
 //!
 //! Each parser's error is the problem alone (`'ftp://x' is not an http:// URL`); the caller
 //! adds the key or the flag it came from.
