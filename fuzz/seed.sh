@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Seeds fuzz/corpus/<target> from the small files of the shared corpus, so the fuzzers start
-# from real gzip/zlib/raw streams and headers rather than from nothing. Needs gzip and python3.
+# Seeds fuzz/corpus/<target> for every target that takes real data, so the fuzzers start from
+# real gzip/zlib/raw streams, headers, tunnel frames and Accept-Encoding lines rather than from
+# nothing. Needs gzip, zstd and python3. Under CI=true a missing corpus is an error.
 set -euo pipefail
 cd "$(dirname "$0")"
 src="${ZIPWIRE_CORPUS:-$(pwd)/../../shared/corpus}"
 if [ ! -d "$src" ]; then
-    echo "seed.sh: no corpus at $src (set ZIPWIRE_CORPUS); fuzzers start empty" >&2
+    echo "seed.sh: no corpus at $src (set ZIPWIRE_CORPUS)" >&2
+    [ "${CI:-}" = true ] && exit 1
+    echo "seed.sh: fuzzers start empty" >&2
     exit 0
 fi
-mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip
+mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/tunnel_frames corpus/accept_encoding
 # Files up to 8 KB: big enough to hold every block type, small enough for libFuzzer's -max_len.
 find "$src" -type f -size -8k | sort | while read -r file; do
     name=$(basename "$file")
@@ -33,5 +36,33 @@ PY
     # mutates from here.
     printf '\x00\x00\x01' > "corpus/roundtrip/$name"
     head -c 2048 "$file" >> "corpus/roundtrip/$name"
+    # tunnel_frames reads frames back to back: a raw data frame, a stateless-deflate one (raw
+    # deflate, level 1), a zstd one (a whole zstd frame, which the streaming decoder reads),
+    # then an end frame. Header: 'D' codec level raw_len payload_len (u32 big-endian).
+    zstd -q -3 -c "$file" > corpus/.zst
+    python3 - "$file" corpus/.zst "corpus/tunnel_frames/$name" <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()[:4096] or b'x'
+zst = open(sys.argv[2], 'rb').read()
+full = open(sys.argv[1], 'rb').read() or b'x'
+c = zlib.compressobj(1, zlib.DEFLATED, -15)
+deflated = c.compress(data) + c.flush()
+def frame(codec, level, raw, payload):
+    return b'D' + bytes([codec, level]) + struct.pack('>II', len(raw), len(payload)) + payload
+wire = frame(0, 0, data, data) + frame(1, 1, data, deflated)
+if len(full) <= 256 * 1024:
+    wire += frame(3, 3, full, zst)
+open(sys.argv[3], 'wb').write(wire + b'E')
+PY
 done
-echo "seed.sh: seeded $(ls corpus/inflate | wc -l) inflate, $(ls corpus/gzip_header | wc -l) gzip_header, $(ls corpus/roundtrip | wc -l) roundtrip inputs from $src"
+rm -f corpus/.zst
+# accept_encoding takes header lines split at '\n': what browsers, curl and crawlers send.
+i=0
+for lines in 'gzip, deflate, br, zstd' 'gzip;q=1.0, identity; q=0.5, *;q=0' 'br;q=1, gzip;q=0.8' \
+    'identity' '*' 'deflate\ngzip;q=0.1' 'x-gzip' 'gzip;q=0, *' 'compress, gzip' 'GZIP;Q=0.001'; do
+    i=$((i + 1))
+    printf "$lines" > "corpus/accept_encoding/seed-$i"
+done
+for target in inflate gzip_header roundtrip tunnel_frames accept_encoding; do
+    printf 'seed.sh: %s: %s inputs\n' "$target" "$(ls "corpus/$target" | wc -l)"
+done
