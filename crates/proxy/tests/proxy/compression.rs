@@ -47,6 +47,56 @@ async fn deflate_is_zlib_wrapped() {
     assert_eq!(unzlib(&body), json(500));
 }
 
+/// Every coding at every level, decoded by implementations that share no code with zipwire's
+/// encoder or framing: GNU gzip for gzip bodies, Python's zlib module for deflate
+/// (zlib-wrapped) bodies; `gunzip`/`unzlib` add zipwire's and flate2's decoders.
+#[tokio::test]
+async fn every_coding_and_level_decodes_with_gzip_and_python() {
+    if !(zipwire_testkit::require_tool("gzip") && zipwire_testkit::require_tool("python3")) {
+        return;
+    }
+    const PY_UNZLIB: &str =
+        "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read()))";
+    let origin = Origin::start().await;
+    let client = client();
+    for level in 1..=9u8 {
+        let level = Level::try_from(level).expect("levels 1-9 exist");
+        let proxy = Proxy::start(vec![origin.upstream()], |config| {
+            config.compression.level = level;
+        })
+        .await;
+        for (coding, path, expected) in [
+            ("gzip", "/page.html", html(50_000)),
+            ("deflate", "/data.json", json(500)),
+        ] {
+            let (head, body) = fetch(
+                &client,
+                "GET",
+                &proxy.url(path),
+                &[("accept-encoding", coding)],
+            )
+            .await;
+            assert_eq!(head.headers["content-encoding"], coding, "level {level:?}");
+            let (theirs, ours) = match coding {
+                "gzip" => (
+                    zipwire_testkit::run_with_stdin("gzip", &["-dc"], &body),
+                    gunzip(&body),
+                ),
+                _ => (
+                    zipwire_testkit::run_with_stdin("python3", &["-c", PY_UNZLIB], &body),
+                    unzlib(&body),
+                ),
+            };
+            let theirs = theirs.unwrap_or_else(|e| panic!("{coding} at {level:?}: {e}"));
+            assert!(theirs == expected, "{coding} at {level:?}: wrong bytes");
+            assert!(
+                ours == expected,
+                "{coding} at {level:?}: zipwire decodes other bytes"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn stateful_levels_compress_through_the_proxy() {
     let origin = Origin::start().await;

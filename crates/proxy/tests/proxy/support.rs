@@ -79,12 +79,37 @@ pub fn big() -> Vec<u8> {
     html(4 * 1024 * 1024)
 }
 
+/// A gzip body decoded by zipwire's decoder and by flate2's (its own framing and checksums),
+/// which must agree.
 pub fn gunzip(data: &[u8]) -> Vec<u8> {
-    zipwire_codec::decompress(Format::Gzip, data, Limits::default()).expect("a complete gzip body")
+    let ours = zipwire_codec::decompress(Format::Gzip, data, Limits::default())
+        .expect("a complete gzip body");
+    let theirs = flate2_decode(flate2::read::MultiGzDecoder::new(data));
+    assert!(
+        ours == theirs,
+        "zipwire and flate2 decode the gzip body differently"
+    );
+    ours
 }
 
+/// A zlib body decoded by zipwire's decoder and by flate2's, which must agree.
 pub fn unzlib(data: &[u8]) -> Vec<u8> {
-    zipwire_codec::decompress(Format::Zlib, data, Limits::default()).expect("a complete zlib body")
+    let ours = zipwire_codec::decompress(Format::Zlib, data, Limits::default())
+        .expect("a complete zlib body");
+    let theirs = flate2_decode(flate2::read::ZlibDecoder::new(data));
+    assert!(
+        ours == theirs,
+        "zipwire and flate2 decode the zlib body differently"
+    );
+    ours
+}
+
+fn flate2_decode(mut decoder: impl io::Read) -> Vec<u8> {
+    let mut out = Vec::new();
+    decoder
+        .read_to_end(&mut out)
+        .expect("flate2 decodes the body");
+    out
 }
 
 type OriginBody = http_body_util::combinators::UnsyncBoxBody<Bytes, io::Error>;
