@@ -77,6 +77,60 @@ async fn over_the_rate_budget_new_responses_pass_until_it_recovers() {
     assert_eq!(gunzip(&body), html(50_000));
 }
 
+/// CPU accounting end to end: compressing real traffic records busy time, `/stats` and
+/// `/metrics` report it, and a CPU budget that the compression exceeds makes new responses pass,
+/// counted as budget bypasses with the CPU as the reason. If compression stopped recording its
+/// time, `budget.max_cpu` would never trigger: this test is what notices.
+#[tokio::test]
+async fn real_compression_spends_cpu_that_the_cpu_budget_sees() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+        // 0.01% of one core: 200 µs over the two-second window, far less than 4 MB of HTML
+        // takes to compress at any level.
+        config.budget.max_cpu = Some(0.01);
+        config.budget.window = Duration::from_secs(2);
+    })
+    .await;
+    let admin = proxy.admin.expect("admin configured");
+    let client = client();
+    let compress_seconds = |stats: &serde_json::Value| stats["compress_seconds"].as_f64();
+    let (_, body) = fetch(&client, "GET", &format!("http://{admin}/stats"), &[]).await;
+    let before: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(compress_seconds(&before), Some(0.0), "{before}");
+
+    let (head, body) = fetch(&client, "GET", &proxy.url("/big"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&body), big());
+    let busy = Proxy::count(&proxy.stats.compression.busy_nanos);
+    assert!(busy > 0, "the body meter recorded no busy time");
+
+    let (_, body) = fetch(&client, "GET", &format!("http://{admin}/stats"), &[]).await;
+    let after: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    let seconds = compress_seconds(&after).unwrap_or(0.0);
+    assert!(seconds > 0.0, "{after}");
+    let (_, body) = fetch(&client, "GET", &format!("http://{admin}/metrics"), &[]).await;
+    let text = String::from_utf8(body.to_vec()).expect("text");
+    let metric = text
+        .lines()
+        .find_map(|line| line.strip_prefix("zipwire_proxy_compress_seconds_total "))
+        .and_then(|value| value.parse::<f64>().ok());
+    assert!(metric.is_some_and(|value| value > 0.0), "{text}");
+
+    assert!(
+        eventually(|| proxy.throttle.is_bypassing_new()).await,
+        "the CPU budget never saw the compression"
+    );
+    assert_eq!(
+        proxy.throttle.reason(),
+        Some(zipwire_adapt::ThrottleReason::Cpu)
+    );
+    let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"));
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+}
+
 /// Polls `condition` every 20 ms for up to 5 s.
 async fn eventually(condition: impl Fn() -> bool) -> bool {
     for _ in 0..250 {
