@@ -292,13 +292,33 @@ mod tests {
     fn compressible_input_shrinks_at_every_level() {
         let data = sample(100_000, 9);
         let mut sizes = Vec::new();
-        for level in 1..=3 {
-            sizes.push(encode_calls(Format::Raw, level, &[&data], &mut Scratch::new()).len());
+        for level in 1..=9u8 {
+            let wire = if level <= 3 {
+                encode_calls(Format::Raw, level, &[&data], &mut Scratch::new())
+            } else {
+                let mut wire = Vec::new();
+                let level = Level::try_from(level).unwrap();
+                let mut enc = crate::StatefulEncoder::new(Format::Raw, level);
+                enc.finish(&data, &mut wire).unwrap();
+                wire
+            };
+            assert_eq!(
+                decompress(Format::Raw, &wire, Limits::default()).unwrap(),
+                data,
+                "level {level}"
+            );
+            sizes.push(wire.len());
         }
-        assert!(sizes[0] * 3 < data.len(), "{sizes:?}");
+        for (level, size) in (1..=9).zip(&sizes) {
+            assert!(size * 3 < data.len(), "level {level}: {sizes:?}");
+        }
         assert!(
             sizes[2] <= sizes[0],
-            "higher levels are not worse: {sizes:?}"
+            "level 3 is not worse than 1: {sizes:?}"
+        );
+        assert!(
+            sizes[8] <= sizes[3],
+            "level 9 is not worse than 4: {sizes:?}"
         );
     }
 
