@@ -1,4 +1,5 @@
-//! The Prometheus text exposition format, version 0.0.4.
+//! The Prometheus text exposition format, version 0.0.4, of a [`Snapshot`]
+//! ([`Snapshot::to_prometheus`]). It builds on `snapshot.rs`, which knows nothing of it.
 //!
 //! Every metric gets a `# HELP` and a `# TYPE` line before its samples. The metrics, from a
 //! [`Snapshot`]:
@@ -27,7 +28,14 @@ use crate::snapshot::{Snapshot, THROTTLE_REASONS};
 /// The content type of [`Snapshot::to_prometheus`]'s output, for the HTTP response.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub(crate) fn render(snapshot: &Snapshot) -> String {
+impl Snapshot {
+    /// The snapshot in the Prometheus text exposition format 0.0.4; see [`crate::prometheus`].
+    pub fn to_prometheus(&self) -> String {
+        render(self)
+    }
+}
+
+fn render(snapshot: &Snapshot) -> String {
     let mut out = Exposition::default();
     out.single(
         "zipwire_proxy_requests_total",

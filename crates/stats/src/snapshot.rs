@@ -54,11 +54,6 @@ impl Snapshot {
             .expect("a Snapshot serializes: its maps have string keys and nothing can fail")
     }
 
-    /// The snapshot in the Prometheus text exposition format 0.0.4; see [`crate::prometheus`].
-    pub fn to_prometheus(&self) -> String {
-        crate::prometheus::render(self)
-    }
-
     /// Responses passed uncompressed, all reasons together.
     pub fn bypassed_total(&self) -> u64 {
         self.bypassed
