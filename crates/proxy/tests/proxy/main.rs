@@ -4,6 +4,7 @@
 //! origin sent.
 
 mod compression;
+mod counted_errors;
 mod logging;
 mod operations;
 mod robustness;
