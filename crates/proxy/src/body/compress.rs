@@ -17,7 +17,7 @@ use http_body::{Body, Frame};
 use tokio::time::Sleep;
 use zipwire_codec::{Encoder, Format, Level, Scratch, StatefulEncoder};
 
-use super::{BodyError, BodyMeter, FlushPolicy, State};
+use super::{recoded_trailers, BodyError, BodyMeter, FlushPolicy, State};
 
 thread_local! {
     /// One encoder scratch per runtime thread, shared by every stream that thread polls.
@@ -263,7 +263,7 @@ where
                         Ok(data) => data,
                         Err(frame) => {
                             if let Ok(trailers) = frame.into_trailers() {
-                                this.trailers = Some(trailers);
+                                this.trailers = recoded_trailers(trailers);
                             }
                             continue;
                         }

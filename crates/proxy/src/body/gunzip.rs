@@ -13,7 +13,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame};
 use zipwire_codec::{DecodeError, Decoder, Format, Limits};
 
-use super::{BodyError, BodyMeter, State};
+use super::{recoded_trailers, BodyError, BodyMeter, State};
 
 /// Output produced per decoder step: the most a [`DecompressBody`] holds at once.
 const DECODE_CHUNK: usize = 64 * 1024;
@@ -103,7 +103,7 @@ where
                     Ok(data) => this.input = data,
                     Err(frame) => {
                         if let Ok(trailers) = frame.into_trailers() {
-                            this.trailers = Some(trailers);
+                            this.trailers = recoded_trailers(trailers);
                         }
                     }
                 },
@@ -159,6 +159,28 @@ mod tests {
             plain.extend_from_slice(&chunk);
         }
         assert_eq!(plain, data);
+    }
+
+    #[tokio::test]
+    async fn digest_trailers_are_dropped_from_a_decoded_body() {
+        let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, b"hello");
+        let mut trailers = HeaderMap::new();
+        trailers.insert("repr-digest", http::HeaderValue::from_static("sha-256=:x:"));
+        trailers.insert("digest", http::HeaderValue::from_static("md5=y"));
+        trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+            Ok(Frame::data(Bytes::from(gz))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let body = DecompressBody::new(upstream, Limits::default(), Arc::new(BodyMeter::default()));
+        let collected = body.collect().await.expect("no error");
+        let names: Vec<_> = collected
+            .trailers()
+            .map(|t| t.keys().map(|k| k.as_str().to_owned()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["x-checksum"]);
+        assert_eq!(collected.to_bytes(), &b"hello"[..]);
     }
 
     #[tokio::test]

@@ -11,6 +11,10 @@
 //! aborts the client connection, and the client never receives a complete-looking gzip stream
 //! for a body that was cut short.
 //!
+//! Upstream trailers follow the recoded body, less the digests of the bytes it changed
+//! (`Content-Digest`, `Repr-Digest`, `Content-MD5`, `Digest`), which the response head loses
+//! too.
+//!
 //! - `compress`: [`CompressBody`] and the [`BodyEncoder`] it drives.
 //! - `gunzip`: [`DecompressBody`].
 
@@ -158,4 +162,11 @@ impl State {
             State::Done => Some(None),
         }
     }
+}
+
+/// The upstream's trailers as a recoded body sends them: without the digests of bytes the
+/// recoding changed ([`crate::headers::remove_digests`]), or `None` when nothing is left.
+fn recoded_trailers(mut trailers: HeaderMap) -> Option<HeaderMap> {
+    crate::headers::remove_digests(&mut trailers);
+    (!trailers.is_empty()).then_some(trailers)
 }

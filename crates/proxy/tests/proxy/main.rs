@@ -7,6 +7,7 @@ mod compression;
 mod counted_errors;
 mod logging;
 mod operations;
+mod recoding;
 mod robustness;
 mod streaming;
 mod support;

@@ -396,6 +396,43 @@ async fn trailers_follow_the_final_block() {
 }
 
 #[tokio::test]
+async fn digest_trailers_are_dropped_from_a_compressed_body() {
+    let mut trailers = HeaderMap::new();
+    trailers.insert(
+        "content-digest",
+        http::HeaderValue::from_static("sha-256=:x:"),
+    );
+    trailers.insert("content-md5", http::HeaderValue::from_static("y"));
+    trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+    let only_digests = {
+        let mut only = trailers.clone();
+        only.remove("x-checksum");
+        only
+    };
+    for (sent, received) in [
+        (
+            trailers,
+            Some(HeaderMap::from_iter([(
+                http::HeaderName::from_static("x-checksum"),
+                http::HeaderValue::from_static("abc"),
+            )])),
+        ),
+        // Nothing left: no trailer section at all.
+        (only_digests, None),
+    ] {
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+            Ok(Frame::data(Bytes::from_static(b"hello"))),
+            Ok(Frame::trailers(sent)),
+        ];
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let (body, _) = compress_body(upstream, FlushPolicy::default());
+        let collected = body.collect().await.expect("no error");
+        assert_eq!(collected.trailers(), received.as_ref());
+        assert_eq!(gunzip(&collected.to_bytes()), b"hello");
+    }
+}
+
+#[tokio::test]
 async fn the_final_block_ends_the_body_unless_trailers_follow() {
     let mut trailers = HeaderMap::new();
     trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
