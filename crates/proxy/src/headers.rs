@@ -56,8 +56,11 @@ pub fn apply(decision: &Decision, headers: &mut HeaderMap, version: Version) -> 
         }
         Decision::Decompress { .. } => Some(rewrite_for_decompression(headers, version)),
         Decision::Pass { vary, .. } => {
-            if vary == Vary::Add {
+            if vary != Vary::Unchanged {
                 add_vary_accept_encoding(headers);
+            }
+            if vary == Vary::AddWeakEtag {
+                weaken_etag(headers);
             }
             None
         }

@@ -153,3 +153,48 @@ async fn digest_trailers_are_dropped_from_recoded_bodies_and_kept_on_passed_ones
         }
     }
 }
+
+/// The `ETag` and `Vary` lines of a raw response head (lowercased by [`split_head`]), sorted.
+fn validators(head: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = head
+        .lines()
+        .filter(|line| line.starts_with("etag:") || line.starts_with("vary:"))
+        .collect();
+    lines.sort_unstable();
+    lines
+}
+
+#[tokio::test]
+async fn a_304_carries_the_etag_and_vary_of_the_200_it_stands_for() {
+    let page = html(20_000);
+    let mut ok = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\netag: \"v7\"\r\nvary: Cookie\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        page.len()
+    )
+    .into_bytes();
+    ok.extend_from_slice(&page);
+    // As most origins write it: the validator fields, no Content-Type.
+    let not_modified = b"HTTP/1.1 304 Not Modified\r\netag: \"v7\"\r\nvary: Cookie\r\n\
+                         connection: close\r\n\r\n"
+        .to_vec();
+    let mut heads = Vec::new();
+    for (response, conditional) in [(ok, ""), (not_modified, "If-None-Match: W/\"v7\"\r\n")] {
+        let origin = RawOrigin::start(response).await;
+        let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+        let request = format!(
+            "GET /page HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n{conditional}\
+             Connection: close\r\n\r\n"
+        );
+        let raw = raw_exchange(proxy.addr, request.as_bytes(), LIMIT).await;
+        heads.push(split_head(&raw).0);
+    }
+    assert!(heads[0].starts_with("http/1.1 200"), "{}", heads[0]);
+    assert!(heads[0].contains("content-encoding: gzip"), "{}", heads[0]);
+    assert!(heads[1].starts_with("http/1.1 304"), "{}", heads[1]);
+    assert_eq!(
+        validators(&heads[0]),
+        ["etag: w/\"v7\"", "vary: cookie, accept-encoding"]
+    );
+    assert_eq!(validators(&heads[1]), validators(&heads[0]), "{}", heads[1]);
+}
