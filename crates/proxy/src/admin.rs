@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 use zipwire_adapt::MemoryGate;
-use zipwire_stats::Snapshot;
+use zipwire_stats::{Errors, Snapshot};
 
 use crate::counters::Counters;
 use crate::throttle::Throttle;
@@ -58,6 +58,14 @@ impl AdminState {
                 .throttle
                 .reason()
                 .map(|reason| reason.as_str().to_owned()),
+            connections: load(&c.connections),
+            active_connections: load(&c.active_connections),
+            errors: Errors {
+                client: load(&c.errors.client),
+                upstream: load(&c.errors.upstream),
+                upstream_timeout: load(&c.errors.upstream_timeout),
+                internal: load(&c.errors.internal),
+            },
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::body::BodyMeter;
 
-use crate::error::Side;
+use crate::error::{ProxyError, Side};
 use crate::rules::Bypass;
 
 /// The counters one [`Server`](crate::Server) shares between its connections.
@@ -84,25 +84,39 @@ impl BypassCounters {
     }
 }
 
-/// Error responses by [`Side`].
+/// Error responses the proxy writes itself, by [`Side`], upstream ones by status.
 #[derive(Debug, Default)]
 pub struct ErrorCounters {
-    /// The client's fault (4xx from the proxy).
+    /// The client's fault (4xx from the proxy, or from hyper for a request it cannot parse).
     pub client: AtomicU64,
-    /// An upstream's fault (502, 504).
+    /// An upstream failed or could not be reached (502).
     pub upstream: AtomicU64,
+    /// An upstream sent nothing in time (504).
+    pub upstream_timeout: AtomicU64,
     /// The proxy's own (500).
     pub internal: AtomicU64,
 }
 
 impl ErrorCounters {
-    /// Counts one error response.
-    pub(crate) fn add(&self, side: Side) {
-        Counters::bump(match side {
+    /// Counts the error response written for `error`.
+    pub(crate) fn add(&self, error: &ProxyError) {
+        Counters::bump(match error.side() {
             Side::Client => &self.client,
+            Side::Upstream if error.status() == http::StatusCode::GATEWAY_TIMEOUT => {
+                &self.upstream_timeout
+            }
             Side::Upstream => &self.upstream,
             Side::Internal => &self.internal,
         });
+    }
+
+    /// Counts a client connection that ended with `error`, when hyper answered it with an
+    /// error status of its own: a request it could not parse (400, 431, 414, 505) never
+    /// reaches the proxy's service, and is the client's fault all the same.
+    pub(crate) fn add_connection_error(&self, error: &hyper::Error) {
+        if error.is_parse() {
+            Counters::bump(&self.client);
+        }
     }
 }
 

@@ -6,10 +6,16 @@
 //! `Accept-Ranges` (ranges would refer to bytes the proxy does not serve), digests
 //! (`Content-MD5`, `Digest`, `Content-Digest`, `Repr-Digest`), and a strong `ETag` becomes weak
 //! (RFC 9110 §8.8.1: a strong validator promises identical bytes; nginx does the same).
+//!
+//! Digests go whether they come as header fields or as trailer fields ([`remove_digests`],
+//! which the transforming bodies apply to the trailers). `Content-Digest` covers the content
+//! as sent and `Repr-Digest` the selected representation, which includes its content coding
+//! (RFC 9530 §2, §3; RFC 9110 §8.1): recoding changes both. `Content-MD5` and `Digest` are
+//! their older forms.
 
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING,
-    CONTENT_LENGTH, ETAG, VARY,
+    CONTENT_LENGTH, ETAG, TRAILER, VARY,
 };
 use http::Version;
 
@@ -50,8 +56,11 @@ pub fn apply(decision: &Decision, headers: &mut HeaderMap, version: Version) -> 
         }
         Decision::Decompress { .. } => Some(rewrite_for_decompression(headers, version)),
         Decision::Pass { vary, .. } => {
-            if vary == Vary::Add {
+            if vary != Vary::Unchanged {
                 add_vary_accept_encoding(headers);
+            }
+            if vary == Vary::AddWeakEtag {
+                weaken_etag(headers);
             }
             None
         }
@@ -139,15 +148,50 @@ pub fn strip_accept_encoding(request_headers: &mut HeaderMap) {
     request_headers.remove(ACCEPT_ENCODING);
 }
 
+/// The fields that hold a digest of the bytes a transform changes.
+const DIGESTS: [&str; 4] = ["content-md5", "digest", "content-digest", "repr-digest"];
+
+/// Removes the digest fields (`Content-MD5`, `Digest`, `Content-Digest`, `Repr-Digest`) from a
+/// header or trailer section of a transformed body: they describe bytes the client does not
+/// get (see the module documentation).
+pub fn remove_digests(fields: &mut HeaderMap) {
+    for digest in DIGESTS {
+        fields.remove(HeaderName::from_static(digest));
+    }
+}
+
 /// What every transform does besides `Content-Encoding`.
 fn forget_identity_bytes(headers: &mut HeaderMap) {
     headers.remove(CONTENT_LENGTH);
     headers.remove(ACCEPT_RANGES);
-    for digest in ["content-md5", "digest", "content-digest", "repr-digest"] {
-        headers.remove(HeaderName::from_static(digest));
-    }
+    remove_digests(headers);
+    forget_announced_digests(headers);
     weaken_etag(headers);
     add_vary_accept_encoding(headers);
+}
+
+/// Takes the digests out of `Trailer` (RFC 9110 §6.6.2), which announces the trailer fields
+/// to come: the body drops them. A `Trailer` left with no member is removed.
+fn forget_announced_digests(headers: &mut HeaderMap) {
+    if !headers.contains_key(TRAILER) {
+        return;
+    }
+    let members: Vec<&[u8]> = list::elements(headers.get_all(TRAILER))
+        .filter(|member| {
+            !DIGESTS
+                .iter()
+                .any(|d| member.eq_ignore_ascii_case(d.as_bytes()))
+        })
+        .collect();
+    let value = if members.is_empty() {
+        None
+    } else {
+        HeaderValue::from_bytes(&members.join(&b", "[..])).ok()
+    };
+    headers.remove(TRAILER);
+    if let Some(value) = value {
+        headers.insert(TRAILER, value);
+    }
 }
 
 /// `W/` and the opaque tag of a valid entity-tag, or `None`.
@@ -269,6 +313,8 @@ mod tests {
             ("content-digest", "sha-256=:x:"),
             ("content-md5", "x"),
             ("last-modified", "Tue, 15 Nov 1994 12:45:26 GMT"),
+            ("trailer", "Content-Digest, X-Checksum"),
+            ("trailer", "repr-digest"),
         ]);
         let framing = rewrite_for_compression(&mut headers, Coding::Gzip, Version::HTTP_11);
         assert_eq!(framing, Framing::Chunked);
@@ -280,8 +326,25 @@ mod tests {
                 ("etag", "W/\"v1\""),
                 ("vary", "Cookie, Accept-Encoding"),
                 ("last-modified", "Tue, 15 Nov 1994 12:45:26 GMT"),
+                ("trailer", "X-Checksum"),
             ])
         );
+    }
+
+    #[test]
+    fn digest_trailers_are_removed_and_no_longer_announced() {
+        let mut trailers = map(&[
+            ("content-digest", "sha-256=:x:"),
+            ("repr-digest", "sha-256=:y:"),
+            ("content-md5", "z"),
+            ("digest", "md5=z"),
+            ("x-checksum", "abc"),
+        ]);
+        remove_digests(&mut trailers);
+        assert_eq!(trailers, map(&[("x-checksum", "abc")]));
+        let mut headers = map(&[("trailer", "Content-MD5, Digest")]);
+        rewrite_for_decompression(&mut headers, Version::HTTP_11);
+        assert!(!headers.contains_key(TRAILER), "{headers:?}");
     }
 
     #[test]

@@ -19,6 +19,17 @@
 //! client would get it decompressed), and for 304, which must repeat the `Vary` of the 200 it
 //! stands for (§15.4.5). nginx's `gzip_vary` does the same for compressible responses.
 //!
+//! # 304
+//!
+//! A 304 must also carry the `ETag` its 200 would (§15.4.5), and a cache selects the stored
+//! response to update by it (RFC 9111 §4.3.4): when the 200 would have been recoded for this
+//! request, its `ETag` was weakened, so the 304's is too ([`Vary::AddWeakEtag`]). A 304 often
+//! omits `Content-Type` and `Content-Encoding` (only the validator fields are required), so
+//! what it omits counts as compressible; what it does say (a type not compressed, another
+//! coding, `no-transform`) rules the weakening out. A weak `ETag` still matches the strong one
+//! in the weak comparison that `If-None-Match` uses (RFC 9110 §13.1.2), so a 304 weakened for
+//! a 200 that was not recoded costs the cache nothing.
+//!
 //! # HEAD
 //!
 //! A HEAD response carries the header fields a GET would (RFC 9110 §9.3.2), so HEAD gets the
@@ -89,11 +100,14 @@ pub enum Payload {
     Absent,
 }
 
-/// Whether a passed response gets `Vary: Accept-Encoding`.
+/// Whether a passed response gets `Vary: Accept-Encoding` (and, for a 304, a weak `ETag`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vary {
     /// Merge `Accept-Encoding` into `Vary`.
     Add,
+    /// Merge `Accept-Encoding` into `Vary` and weaken the `ETag`: a 304 standing for a 200
+    /// that would have been recoded (see the module documentation).
+    AddWeakEtag,
     /// Leave `Vary` as upstream sent it.
     Unchanged,
 }
@@ -180,7 +194,10 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
 
     if !has_transformable_status(resp.status.as_u16()) {
         return if resp.status.as_u16() == 304 {
-            pass_vary(Bypass::Status)
+            Decision::Pass {
+                reason: Bypass::Status,
+                vary: not_modified_vary(req, resp, cfg),
+            }
         } else {
             pass(Bypass::Status)
         };
@@ -240,6 +257,34 @@ fn decide_gzip(req: &RequestFacts, payload: Payload) -> Decision {
     Decision::Pass {
         reason,
         vary: Vary::Add,
+    }
+}
+
+/// What a 304 repeats of its 200: `Vary` always, the weakened `ETag` when that 200 would have
+/// been recoded for this request as far as the 304 tells (see the module documentation).
+fn not_modified_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Vary {
+    if req.no_transform || resp.no_transform || resp.content_range {
+        return Vary::Add;
+    }
+    let recoded = match resp.content_encoding {
+        ContentEncoding::Other => false,
+        ContentEncoding::Gzip => !req.accept_encoding.accepts(Coding::Gzip),
+        ContentEncoding::Identity => {
+            let compressible = resp
+                .content_type
+                .as_ref()
+                .is_none_or(|media| !media.is_multipart() && cfg.is_compressible(media));
+            compressible
+                && matches!(
+                    req.accept_encoding.negotiate(&cfg.offered),
+                    Negotiated::Coding(_)
+                )
+        }
+    };
+    if recoded {
+        Vary::AddWeakEtag
+    } else {
+        Vary::Add
     }
 }
 

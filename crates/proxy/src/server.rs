@@ -321,7 +321,10 @@ impl Connection {
                 Ok(()) => debug!("closed"),
                 // Parse errors, timeouts and aborted bodies end here; hyper has already
                 // answered what could be answered (400, 431).
-                Err(error) => debug!(%error, "connection ended with an error"),
+                Err(error) => {
+                    self.counters.errors.add_connection_error(&error);
+                    debug!(%error, "connection ended with an error");
+                }
             }
             // `self` is dropped here, or where the task is aborted at the end of shutdown.
             drop(self);

@@ -305,7 +305,7 @@ impl Proxy {
     /// The proxy's own answer to a request it could not serve.
     fn error_response(&self, error: &ProxyError, mut log: AccessLog) -> Response<ResponseBody> {
         let side = error.side();
-        self.counters.errors.add(side);
+        self.counters.errors.add(error);
         match side {
             Side::Client => debug!(%error, "request refused"),
             Side::Upstream => warn!(%error, "upstream failed"),

@@ -27,3 +27,29 @@ pub(crate) fn channel() -> (mpsc::Sender<Item>, ChannelBody) {
     let (tx, rx) = mpsc::channel(64);
     (tx, ChannelBody(rx))
 }
+
+/// Text that compresses as a web page does.
+pub(crate) fn text(len: usize) -> Vec<u8> {
+    b"<li class=\"item\">zipwire compresses streams</li>\n"
+        .iter()
+        .cycle()
+        .take(len)
+        .copied()
+        .collect()
+}
+
+/// A stream over a vector of frames (what `futures::stream::iter` does).
+pub(crate) fn futures_iter<T: Unpin>(items: Vec<T>) -> VecStream<T> {
+    VecStream(items.into_iter())
+}
+
+/// The stream [`futures_iter`] makes.
+pub(crate) struct VecStream<T>(std::vec::IntoIter<T>);
+
+impl<T: Unpin> futures_core::Stream for VecStream<T> {
+    type Item = T;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<T>> {
+        Poll::Ready(self.0.next())
+    }
+}

@@ -9,7 +9,8 @@
 //! - [`Snapshot::to_json`] gives one JSON object whose field names are the struct's.
 //! - [`Snapshot::to_prometheus`] gives text format 0.0.4: a `# HELP` and a `# TYPE` line per
 //!   metric, names prefixed `zipwire_proxy_`, counters ending in `_total`, bypass and throttle
-//!   reasons as a `reason` label ([`prometheus`] lists every metric).
+//!   reasons as a `reason` label, errors by `side` and `status` ([`prometheus`] lists every
+//!   metric).
 //!
 //! # Why hand-written
 //!
@@ -39,4 +40,4 @@
 pub mod prometheus;
 mod snapshot;
 
-pub use snapshot::{Snapshot, THROTTLE_REASONS};
+pub use snapshot::{Errors, Snapshot, THROTTLE_REASONS};

@@ -1,4 +1,5 @@
-//! The Prometheus text exposition format, version 0.0.4.
+//! The Prometheus text exposition format, version 0.0.4, of a [`Snapshot`]
+//! ([`Snapshot::to_prometheus`]). It builds on `snapshot.rs`, which knows nothing of it.
 //!
 //! Every metric gets a `# HELP` and a `# TYPE` line before its samples. The metrics, from a
 //! [`Snapshot`]:
@@ -17,8 +18,13 @@
 //! | `zipwire_proxy_stream_memory_bytes` | gauge | [`Snapshot::stream_memory_bytes`] |
 //! | `zipwire_proxy_throttled{reason}` | gauge | [`Snapshot::throttled`]: 1 for the current reason, 0 for the others in [`THROTTLE_REASONS`] |
 //! | `zipwire_proxy_uptime_seconds` | gauge | [`Snapshot::uptime`] |
+//! | `zipwire_proxy_connections_total` | counter | [`Snapshot::connections`] |
+//! | `zipwire_proxy_connections_active` | gauge | [`Snapshot::active_connections`] |
+//! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
+//! Every error series exists from the start, at 0, so that an alert on
+//! `rate(zipwire_proxy_errors_total{status=~"5.."}[5m])` sees the first one.
 
 use std::fmt::Write as _;
 
@@ -27,7 +33,14 @@ use crate::snapshot::{Snapshot, THROTTLE_REASONS};
 /// The content type of [`Snapshot::to_prometheus`]'s output, for the HTTP response.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub(crate) fn render(snapshot: &Snapshot) -> String {
+impl Snapshot {
+    /// The snapshot in the Prometheus text exposition format 0.0.4; see [`crate::prometheus`].
+    pub fn to_prometheus(&self) -> String {
+        render(self)
+    }
+}
+
+fn render(snapshot: &Snapshot) -> String {
     let mut out = Exposition::default();
     out.single(
         "zipwire_proxy_requests_total",
@@ -55,7 +68,7 @@ pub(crate) fn render(snapshot: &Snapshot) -> String {
     for (reason, count) in &snapshot.bypassed {
         out.sample(
             "zipwire_proxy_responses_bypassed_total",
-            Some(reason),
+            &[("reason", reason)],
             Value::Int(*count),
         );
     }
@@ -105,12 +118,16 @@ pub(crate) fn render(snapshot: &Snapshot) -> String {
         let on = current == Some(*reason);
         out.sample(
             "zipwire_proxy_throttled",
-            Some(reason),
+            &[("reason", reason)],
             Value::Int(on.into()),
         );
     }
     if let Some(reason) = current.filter(|reason| !THROTTLE_REASONS.contains(reason)) {
-        out.sample("zipwire_proxy_throttled", Some(reason), Value::Int(1));
+        out.sample(
+            "zipwire_proxy_throttled",
+            &[("reason", reason)],
+            Value::Int(1),
+        );
     }
     out.single(
         "zipwire_proxy_uptime_seconds",
@@ -118,6 +135,36 @@ pub(crate) fn render(snapshot: &Snapshot) -> String {
         Kind::Gauge,
         Value::Float(snapshot.uptime.as_secs_f64()),
     );
+    out.single(
+        "zipwire_proxy_connections_total",
+        "Client connections accepted.",
+        Kind::Counter,
+        Value::Int(snapshot.connections),
+    );
+    out.single(
+        "zipwire_proxy_connections_active",
+        "Client connections open now.",
+        Kind::Gauge,
+        Value::Int(snapshot.active_connections),
+    );
+    out.family(
+        "zipwire_proxy_errors_total",
+        "Error responses the proxy wrote itself, by whose fault and status.",
+        Kind::Counter,
+    );
+    let errors = &snapshot.errors;
+    for (side, status, count) in [
+        ("client", "4xx", errors.client),
+        ("upstream", "502", errors.upstream),
+        ("upstream", "504", errors.upstream_timeout),
+        ("internal", "500", errors.internal),
+    ] {
+        out.sample(
+            "zipwire_proxy_errors_total",
+            &[("side", side), ("status", status)],
+            Value::Int(count),
+        );
+    }
     out.text
 }
 
@@ -142,7 +189,7 @@ impl Exposition {
     /// A metric with one unlabelled sample.
     fn single(&mut self, name: &str, help: &str, kind: Kind, value: Value) {
         self.family(name, help, kind);
-        self.sample(name, None, value);
+        self.sample(name, &[], value);
     }
 
     fn family(&mut self, name: &str, help: &str, kind: Kind) {
@@ -155,11 +202,15 @@ impl Exposition {
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
     }
 
-    /// A sample, labelled `reason` when given one.
-    fn sample(&mut self, name: &str, reason: Option<&str>, value: Value) {
+    /// A sample with `labels` (names as they are, values escaped).
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: Value) {
         self.text.push_str(name);
-        if let Some(reason) = reason {
-            let _ = write!(self.text, "{{reason=\"{}\"}}", escape_label(reason));
+        for (i, (label, value)) in labels.iter().enumerate() {
+            let open = if i == 0 { "{" } else { "," };
+            let _ = write!(self.text, "{open}{label}=\"{}\"", escape_label(value));
+        }
+        if !labels.is_empty() {
+            self.text.push('}');
         }
         let _ = match value {
             Value::Int(n) => writeln!(self.text, " {n}"),
@@ -328,13 +379,19 @@ mod tests {
     }
 
     fn value_of(samples: &[Sample], name: &str, reason: Option<&str>) -> f64 {
-        let labels: Vec<(String, String)> = reason
-            .map(|r| vec![("reason".to_owned(), r.to_owned())])
-            .unwrap_or_default();
+        let labels: Vec<(&str, &str)> = reason.map(|r| vec![("reason", r)]).unwrap_or_default();
+        labelled(samples, name, &labels)
+    }
+
+    fn labelled(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+        let labels: Vec<(String, String)> = labels
+            .iter()
+            .map(|(l, v)| ((*l).to_owned(), (*v).to_owned()))
+            .collect();
         samples
             .iter()
             .find(|s| s.name == name && s.labels == labels)
-            .unwrap_or_else(|| panic!("no sample {name} {reason:?}"))
+            .unwrap_or_else(|| panic!("no sample {name} {labels:?}"))
             .value
     }
 
@@ -355,6 +412,14 @@ mod tests {
             active_streams: 7,
             stream_memory_bytes: 7 * 65_536,
             throttled: Some("rate".to_owned()),
+            connections: 250,
+            active_connections: 11,
+            errors: crate::Errors {
+                client: 5,
+                upstream: 3,
+                upstream_timeout: 2,
+                internal: 1,
+            },
         }
     }
 
@@ -384,6 +449,8 @@ mod tests {
             ("zipwire_proxy_throttled", Some("cpu"), 0.0),
             ("zipwire_proxy_throttled", Some("rate"), 1.0),
             ("zipwire_proxy_uptime_seconds", None, 90.25),
+            ("zipwire_proxy_connections_total", None, 250.0),
+            ("zipwire_proxy_connections_active", None, 11.0),
         ];
         for (name, reason, expected) in rows {
             assert_eq!(
@@ -392,7 +459,21 @@ mod tests {
                 "{name} {reason:?}"
             );
         }
-        assert_eq!(samples.len(), rows.len());
+        let errors = [
+            ("client", "4xx", 5.0),
+            ("upstream", "502", 3.0),
+            ("upstream", "504", 2.0),
+            ("internal", "500", 1.0),
+        ];
+        for (side, status, expected) in errors {
+            let labels = [("side", side), ("status", status)];
+            assert_eq!(
+                labelled(&samples, "zipwire_proxy_errors_total", &labels),
+                expected,
+                "{labels:?}"
+            );
+        }
+        assert_eq!(samples.len(), rows.len() + errors.len());
         assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
     }
 
@@ -400,7 +481,14 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 12);
+        assert_eq!(text.matches("# TYPE ").count(), 15);
+        // Every error series is there at 0 before the first error.
+        let errors = samples
+            .iter()
+            .filter(|s| s.name == "zipwire_proxy_errors_total")
+            .inspect(|s| assert_eq!(s.value, 0.0, "{s:?}"))
+            .count();
+        assert_eq!(errors, 4);
         // No bypass samples yet; both throttle reasons at 0.
         assert!(!samples
             .iter()

@@ -44,6 +44,28 @@ pub struct Snapshot {
     /// The budget limit compression is throttled by (`cpu`, `rate`), `None` when compression
     /// is open (gauge).
     pub throttled: Option<String>,
+    /// Client connections accepted (counter).
+    pub connections: u64,
+    /// Client connections open now (gauge).
+    pub active_connections: u64,
+    /// Requests the proxy answered with an error status of its own, by whose fault (counters).
+    pub errors: Errors,
+}
+
+/// Error responses the proxy wrote itself, by whose fault and status (counters). A client
+/// error is any 4xx the proxy answers (malformed request, refused target); the others are
+/// the 5xx an operator alerts on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Errors {
+    /// The client's fault: a 4xx.
+    pub client: u64,
+    /// An upstream failed or could not be reached: 502.
+    pub upstream: u64,
+    /// An upstream sent nothing in time: 504.
+    pub upstream_timeout: u64,
+    /// The proxy's own failure: 500.
+    pub internal: u64,
 }
 
 impl Snapshot {
@@ -52,11 +74,6 @@ impl Snapshot {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self)
             .expect("a Snapshot serializes: its maps have string keys and nothing can fail")
-    }
-
-    /// The snapshot in the Prometheus text exposition format 0.0.4; see [`crate::prometheus`].
-    pub fn to_prometheus(&self) -> String {
-        crate::prometheus::render(self)
     }
 
     /// Responses passed uncompressed, all reasons together.
@@ -111,6 +128,14 @@ mod tests {
             active_streams: 42,
             stream_memory_bytes: 42 * 65_536,
             throttled: Some("cpu".to_owned()),
+            connections: 90,
+            active_connections: 3,
+            errors: Errors {
+                client: 4,
+                upstream: 2,
+                upstream_timeout: 1,
+                internal: 0,
+            },
             ..Snapshot::default()
         };
         snapshot.bypassed.insert("too_small".to_owned(), 200);
@@ -135,8 +160,14 @@ mod tests {
         assert_eq!(json["active_streams"], 42);
         assert_eq!(json["stream_memory_bytes"], 42 * 65_536);
         assert_eq!(json["throttled"], "cpu");
+        assert_eq!(json["connections"], 90);
+        assert_eq!(json["active_connections"], 3);
+        assert_eq!(
+            json["errors"],
+            serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
+        );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 12, "one key per field");
+        assert_eq!(keys, 15, "one key per field");
     }
 
     #[test]

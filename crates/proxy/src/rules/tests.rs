@@ -66,6 +66,12 @@ const fn pass_vary(reason: Bypass) -> Decision {
     }
 }
 
+/// A 304 standing for a 200 the proxy would have recoded.
+const NOT_MODIFIED_RECODED: Decision = Decision::Pass {
+    reason: Bypass::Status,
+    vary: Vary::AddWeakEtag,
+};
+
 const BASE: Row = Row {
     name: "",
     method: Method::GET,
@@ -120,19 +126,93 @@ const ROWS: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "304 gets Vary",
+        name: "304 gets the Vary and weak ETag of the compressed 200",
         status: 304,
+        response: &[("etag", "\"v1\"")],
+        expected: NOT_MODIFIED_RECODED,
+        after: Some(&[("etag", "W/\"v1\""), ("vary", "Accept-Encoding")]),
+        ..BASE
+    },
+    Row {
+        name: "304 with a compressible type: weak ETag",
+        status: 304,
+        response: &[
+            ("etag", "\"v1\""),
+            ("content-type", "text/html"),
+            ("vary", "Cookie"),
+        ],
+        expected: NOT_MODIFIED_RECODED,
+        after: Some(&[
+            ("etag", "W/\"v1\""),
+            ("content-type", "text/html"),
+            ("vary", "Cookie, Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "304 keeps Vary: *",
+        status: 304,
+        response: &[("etag", "W/\"v1\""), ("vary", "*")],
+        expected: NOT_MODIFIED_RECODED,
+        after: None,
+        ..BASE
+    },
+    Row {
+        name: "304 to a client without a coding: ETag as the identity 200's",
+        status: 304,
+        request: &[],
         response: &[("etag", "\"v1\"")],
         expected: pass_vary(Bypass::Status),
         after: Some(&[("etag", "\"v1\""), ("vary", "Accept-Encoding")]),
         ..BASE
     },
     Row {
-        name: "304 keeps Vary: *",
+        name: "304 of a type not compressed: strong ETag",
         status: 304,
-        response: &[("etag", "\"v1\""), ("vary", "*")],
+        response: &[("etag", "\"v1\""), ("content-type", "image/png")],
         expected: pass_vary(Bypass::Status),
-        after: None,
+        after: Some(&[
+            ("etag", "\"v1\""),
+            ("content-type", "image/png"),
+            ("vary", "Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "304 with no-transform: strong ETag",
+        status: 304,
+        response: &[("etag", "\"v1\""), ("cache-control", "no-transform")],
+        expected: pass_vary(Bypass::Status),
+        after: Some(&[
+            ("etag", "\"v1\""),
+            ("cache-control", "no-transform"),
+            ("vary", "Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "304 of upstream gzip to a client without gzip: weak ETag as the decoded 200's",
+        status: 304,
+        request: &[("accept-encoding", "identity")],
+        response: &[("etag", "\"gz\""), ("content-encoding", "gzip")],
+        expected: NOT_MODIFIED_RECODED,
+        after: Some(&[
+            ("etag", "W/\"gz\""),
+            ("content-encoding", "gzip"),
+            ("vary", "Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "304 of upstream gzip to a client with gzip: strong ETag",
+        status: 304,
+        response: &[("etag", "\"gz\""), ("content-encoding", "gzip")],
+        expected: pass_vary(Bypass::Status),
+        after: Some(&[
+            ("etag", "\"gz\""),
+            ("content-encoding", "gzip"),
+            ("vary", "Accept-Encoding"),
+        ]),
         ..BASE
     },
     Row {

@@ -4,8 +4,10 @@
 //! origin sent.
 
 mod compression;
+mod counted_errors;
 mod logging;
 mod operations;
+mod recoding;
 mod robustness;
 mod streaming;
 mod support;

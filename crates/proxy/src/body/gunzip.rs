@@ -1,0 +1,205 @@
+//! [`DecompressBody`]: decodes a gzip upstream body for a client that does not accept gzip
+//! (nginx's `gunzip`).
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame};
+use zipwire_codec::{DecodeError, Decoder, Format, Limits};
+
+use super::{recoded_trailers, BodyError, BodyMeter, State};
+
+/// Output produced per decoder step: the most a [`DecompressBody`] holds at once.
+const DECODE_CHUNK: usize = 64 * 1024;
+
+/// A body that decodes a gzip upstream body for a client that does not accept gzip.
+pub struct DecompressBody<B> {
+    inner: B,
+    decoder: Decoder,
+    input: Bytes,
+    upstream_done: bool,
+    state: State,
+    trailers: Option<HeaderMap>,
+    meter: Arc<BodyMeter>,
+}
+
+impl<B> DecompressBody<B> {
+    /// Wraps `inner`, a gzip body; `limits` caps what one response may decode to.
+    pub fn new(inner: B, limits: Limits, meter: Arc<BodyMeter>) -> DecompressBody<B> {
+        DecompressBody {
+            inner,
+            decoder: Decoder::new(Format::Gzip).with_limits(limits),
+            input: Bytes::new(),
+            upstream_done: false,
+            state: State::Streaming,
+            trailers: None,
+            meter,
+        }
+    }
+
+    /// Decodes from the buffered input into at most one chunk.
+    fn step(&mut self) -> Result<Bytes, DecodeError> {
+        let started = Instant::now();
+        let mut out = vec![0; DECODE_CHUNK];
+        let progress = self.decoder.decode(&self.input, &mut out)?;
+        bytes::Buf::advance(&mut self.input, progress.consumed);
+        out.truncate(progress.produced);
+        if self.decoder.is_done() {
+            // Bytes after the gzip stream are ignored, as `gzip -d` does with trailing garbage.
+            self.input = Bytes::new();
+        }
+        self.meter
+            .record(progress.consumed, progress.produced, started.elapsed());
+        Ok(Bytes::from(out))
+    }
+}
+
+impl<B> Body for DecompressBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        loop {
+            if let Some(end) = this.state.end(&mut this.trailers) {
+                return Poll::Ready(end.map(Ok));
+            }
+            if !this.input.is_empty() {
+                match this.step() {
+                    Ok(out) if !out.is_empty() => return Poll::Ready(Some(Ok(Frame::data(out)))),
+                    Ok(_) => {}
+                    Err(e) => {
+                        this.state = State::Done;
+                        return Poll::Ready(Some(Err(BodyError::Decode(e))));
+                    }
+                }
+                if !this.input.is_empty() && !this.decoder.is_done() {
+                    continue;
+                }
+            }
+            if this.upstream_done {
+                this.state = State::Trailers;
+                if let Err(e) = this.decoder.finish() {
+                    this.state = State::Done;
+                    return Poll::Ready(Some(Err(BodyError::Decode(e))));
+                }
+                continue;
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => this.input = data,
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            this.trailers = recoded_trailers(trailers);
+                        }
+                    }
+                },
+                Poll::Ready(Some(Err(e))) => {
+                    this.state = State::Done;
+                    return Poll::Ready(Some(Err(BodyError::Upstream(e.into()))));
+                }
+                Poll::Ready(None) => this.upstream_done = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.state.is_end(&self.trailers)
+    }
+}
+
+impl<B> fmt::Debug for DecompressBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DecompressBody")
+            .field("state", &self.state)
+            .field("buffered", &self.input.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use zipwire_codec::Level;
+
+    use super::*;
+    use crate::test_bodies::{futures_iter, text};
+
+    #[tokio::test]
+    async fn gzip_upstream_is_decoded_for_clients_without_gzip() {
+        let data = text(500_000);
+        let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &data);
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = gz
+            .chunks(7_000)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let meter = Arc::new(BodyMeter::default());
+        let mut body = Box::pin(DecompressBody::new(upstream, Limits::default(), meter));
+        let mut plain = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let chunk = frame.expect("no error").into_data().expect("data");
+            assert!(chunk.len() <= DECODE_CHUNK);
+            plain.extend_from_slice(&chunk);
+        }
+        assert_eq!(plain, data);
+    }
+
+    #[tokio::test]
+    async fn digest_trailers_are_dropped_from_a_decoded_body() {
+        let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, b"hello");
+        let mut trailers = HeaderMap::new();
+        trailers.insert("repr-digest", http::HeaderValue::from_static("sha-256=:x:"));
+        trailers.insert("digest", http::HeaderValue::from_static("md5=y"));
+        trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+            Ok(Frame::data(Bytes::from(gz))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let body = DecompressBody::new(upstream, Limits::default(), Arc::new(BodyMeter::default()));
+        let collected = body.collect().await.expect("no error");
+        let names: Vec<_> = collected
+            .trailers()
+            .map(|t| t.keys().map(|k| k.as_str().to_owned()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["x-checksum"]);
+        assert_eq!(collected.to_bytes(), &b"hello"[..]);
+    }
+
+    #[tokio::test]
+    async fn truncated_or_corrupt_gzip_upstream_is_an_error() {
+        let data = text(50_000);
+        let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, &data);
+        let mut corrupt = gz.clone();
+        corrupt[gz.len() - 6] ^= 0xff; // inside the CRC/ISIZE trailer
+        for (name, bytes) in [
+            ("truncated", gz[..gz.len() - 3].to_vec()),
+            ("corrupt", corrupt),
+        ] {
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> =
+                vec![Ok(Frame::data(Bytes::from(bytes)))];
+            let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+            let body =
+                DecompressBody::new(upstream, Limits::default(), Arc::new(BodyMeter::default()));
+            let result = body.collect().await;
+            assert!(matches!(result, Err(BodyError::Decode(_))), "{name}");
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! What a recoded (compressed or decoded) response carries besides its body, against an
+//! origin that writes its responses byte for byte: trailers, 304s, and a gzip body that does
+//! not decode.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use zipwire_codec::{Format, Level};
+
+use crate::support::*;
+
+/// An origin that answers every request with the same bytes, then closes the connection.
+struct RawOrigin {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl RawOrigin {
+    async fn start(response: Vec<u8>) -> RawOrigin {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind origin");
+        let addr = listener.local_addr().expect("origin address");
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let response = response.clone();
+                tokio::spawn(async move {
+                    // The request has no body: its head ends the request.
+                    let mut request = Vec::new();
+                    let mut buf = [0; 4096];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(&response).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        RawOrigin { addr, task }
+    }
+}
+
+impl Drop for RawOrigin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A response head (status line and fields, `\r\n` each) and `body` sent chunked in chunks
+/// of at most 16 KB, then `trailers` (`\r\n` each).
+fn chunked_response(head: &str, body: &[u8], trailers: &str) -> Vec<u8> {
+    let mut out =
+        format!("{head}transfer-encoding: chunked\r\nconnection: close\r\n\r\n").into_bytes();
+    for chunk in body.chunks(16 * 1024) {
+        out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("0\r\n{trailers}\r\n").as_bytes());
+    out
+}
+
+/// A chunked body read back: its data, its trailer section (lowercased, `\r\n` each), and
+/// whether it ended with the last chunk. A body cut short gives what came before the cut.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, String, bool) {
+    let mut data = Vec::new();
+    loop {
+        let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") else {
+            return (data, String::new(), false);
+        };
+        let size = std::str::from_utf8(&raw[..line_end]).expect("chunk size line");
+        let size = usize::from_str_radix(size.trim(), 16).expect("hex chunk size");
+        raw = &raw[line_end + 2..];
+        if size == 0 {
+            let Some(end) = raw.windows(2).rposition(|w| w == b"\r\n") else {
+                return (data, String::new(), false);
+            };
+            let trailers = String::from_utf8_lossy(&raw[..end]).to_lowercase();
+            return (data, trailers, true);
+        }
+        if raw.len() < size + 2 {
+            data.extend_from_slice(&raw[..raw.len().min(size)]);
+            return (data, String::new(), false);
+        }
+        data.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// The digest trailers an origin might send, and one that is no digest.
+const TRAILERS: &str = "content-digest: sha-256=:AAAA:\r\nrepr-digest: sha-256=:BBBB:\r\n\
+                        content-md5: CCCC\r\nx-checksum: 42\r\n";
+const ANNOUNCED: &str = "trailer: Content-Digest, Repr-Digest, Content-MD5, X-Checksum\r\n";
+
+#[tokio::test]
+async fn digest_trailers_are_dropped_from_recoded_bodies_and_kept_on_passed_ones() {
+    let page = html(40_000);
+    let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &page);
+    let identity = chunked_response(
+        &format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n{ANNOUNCED}"),
+        &page,
+        TRAILERS,
+    );
+    let gzipped = chunked_response(
+        &format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding: gzip\r\n{ANNOUNCED}"
+        ),
+        &gz,
+        TRAILERS,
+    );
+    // (origin response, request's Accept-Encoding, what the client reads, recoded)
+    let cases: [(&[u8], &str, &[u8], bool); 4] = [
+        (&identity, "gzip", &page, true),
+        (&gzipped, "identity", &page, true),
+        (&identity, "identity", &page, false),
+        (&gzipped, "gzip", &gz, false),
+    ];
+    for (response, accept, expected, recoded) in cases {
+        let origin = RawOrigin::start(response.to_vec()).await;
+        let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+        let request = format!(
+            "GET /t HTTP/1.1\r\nHost: x\r\nAccept-Encoding: {accept}\r\nTE: trailers\r\n\
+             Connection: close\r\n\r\n"
+        );
+        let raw = raw_exchange(proxy.addr, request.as_bytes(), LIMIT).await;
+        let (head, body) = split_head(&raw);
+        let case = format!("accept {accept}, recoded {recoded}:\n{head}");
+        assert!(head.starts_with("http/1.1 200"), "{case}");
+        let (data, trailers, ended) = dechunk(body);
+        assert!(ended, "{case}");
+        let data = if head.contains("content-encoding: gzip") && recoded {
+            gunzip(&data)
+        } else {
+            data
+        };
+        assert_eq!(data, expected, "{case}");
+        assert!(trailers.contains("x-checksum: 42"), "{case}\n{trailers}");
+        for digest in ["content-digest", "repr-digest", "content-md5"] {
+            assert_eq!(trailers.contains(digest), !recoded, "{case}\n{trailers}");
+            let announced = head
+                .lines()
+                .any(|line| line.starts_with("trailer:") && line.contains(digest));
+            assert_eq!(announced, !recoded, "{case}");
+        }
+    }
+}
+
+/// The `ETag` and `Vary` lines of a raw response head (lowercased by [`split_head`]), sorted.
+fn validators(head: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = head
+        .lines()
+        .filter(|line| line.starts_with("etag:") || line.starts_with("vary:"))
+        .collect();
+    lines.sort_unstable();
+    lines
+}
+
+#[tokio::test]
+async fn a_304_carries_the_etag_and_vary_of_the_200_it_stands_for() {
+    let page = html(20_000);
+    let mut ok = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\netag: \"v7\"\r\nvary: Cookie\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        page.len()
+    )
+    .into_bytes();
+    ok.extend_from_slice(&page);
+    // As most origins write it: the validator fields, no Content-Type.
+    let not_modified = b"HTTP/1.1 304 Not Modified\r\netag: \"v7\"\r\nvary: Cookie\r\n\
+                         connection: close\r\n\r\n"
+        .to_vec();
+    let mut heads = Vec::new();
+    for (response, conditional) in [(ok, ""), (not_modified, "If-None-Match: W/\"v7\"\r\n")] {
+        let origin = RawOrigin::start(response).await;
+        let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+        let request = format!(
+            "GET /page HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n{conditional}\
+             Connection: close\r\n\r\n"
+        );
+        let raw = raw_exchange(proxy.addr, request.as_bytes(), LIMIT).await;
+        heads.push(split_head(&raw).0);
+    }
+    assert!(heads[0].starts_with("http/1.1 200"), "{}", heads[0]);
+    assert!(heads[0].contains("content-encoding: gzip"), "{}", heads[0]);
+    assert!(heads[1].starts_with("http/1.1 304"), "{}", heads[1]);
+    assert_eq!(
+        validators(&heads[0]),
+        ["etag: w/\"v7\"", "vary: cookie, accept-encoding"]
+    );
+    assert_eq!(validators(&heads[1]), validators(&heads[0]), "{}", heads[1]);
+}
