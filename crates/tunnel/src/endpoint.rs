@@ -14,6 +14,7 @@ use tokio::time::timeout;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tracing::{debug, info, warn};
 
+use crate::drain::Drain;
 use crate::handshake::{self, Hello, Status, CODEC_ZSTD};
 use crate::relay::{relay, Shared};
 use crate::stats::Stats;
@@ -85,6 +86,12 @@ impl<R> Endpoint<R> {
     /// The counters of all its connections.
     pub fn stats(&self) -> Arc<Stats> {
         self.shared.stats.clone()
+    }
+
+    /// Its live forwarded connections, for a shutdown that does not fake a clean end:
+    /// stop [`Endpoint::run`], then [`Drain::shutdown`].
+    pub fn drain(&self) -> Arc<Drain> {
+        self.shared.drain.clone()
     }
 }
 
@@ -261,6 +268,8 @@ impl Client {
             let shared = self.shared.clone();
             tokio::spawn(async move {
                 let _ = local.set_nodelay(true);
+                // Until the relay has it, a close must not look like a clean, empty stream.
+                let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));
                 match connect(&server, &tls, &token).await {
                     Ok((stream, zstd)) => {
                         let probe = LinkProbe::new(stream.get_ref().0);
@@ -271,7 +280,6 @@ impl Client {
                     }
                     Err(e) => {
                         warn!(%peer, server, error = %e, "could not open a tunnel; closing the connection");
-                        let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));
                     }
                 }
             });

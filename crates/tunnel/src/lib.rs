@@ -18,7 +18,8 @@
 //!   [`pace_memory`] hands the pace one connection measured to the next.
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.
-//! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report.
+//! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report;
+//!   [`drain`]: a shutdown that finishes or aborts the live connections, never faking an end.
 //!
 //! # Security
 //!
@@ -48,6 +49,7 @@
 
 pub mod blocks;
 pub mod detect;
+pub mod drain;
 pub mod endpoint;
 pub mod frame;
 pub mod handshake;

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use zipwire_adapt::Budget;
 
 use crate::blocks::{BlockDecoder, BlockEncoder, BlockError};
+use crate::drain::Drain;
 use crate::frame::{self, FrameError, Head, Method, DATA_HEADER_LEN};
 use crate::pace_memory::PaceMemory;
 use crate::policy::{Choice, Decision, Link, Policy, RawReason, Sent, Signals};
@@ -52,6 +53,8 @@ pub struct Shared {
     pub stats: Arc<Stats>,
     /// The `--max-cpu` budget, if any.
     pub budget: Option<Mutex<Budget>>,
+    /// The live forwarded connections, and the signal that aborts them on shutdown.
+    pub drain: Arc<Drain>,
     compress_nanos: AtomicU64,
     compress_bytes: AtomicU64,
     pace: Mutex<PaceMemory>,
@@ -65,6 +68,7 @@ impl Shared {
             block_size: block_size.clamp(16 * 1024, frame::MAX_BLOCK),
             stats: Arc::new(Stats::default()),
             budget: budget.map(Mutex::new),
+            drain: Arc::new(Drain::default()),
             compress_nanos: AtomicU64::new(0),
             compress_bytes: AtomicU64::new(0),
             pace: Mutex::new(PaceMemory::default()),
@@ -120,6 +124,8 @@ pub enum RelayError {
     Frame(FrameError),
     /// The peer sent a frame that does not decode.
     Block(BlockError),
+    /// The endpoint is shutting down and its grace period is over.
+    Shutdown,
     /// Another loop of the connection failed first.
     Cancelled,
 }
@@ -134,6 +140,7 @@ impl fmt::Display for RelayError {
             RelayError::PeerAborted(reason) => write!(f, "tunnel peer aborted: {reason}"),
             RelayError::Frame(e) => write!(f, "malformed frame from the peer: {e}"),
             RelayError::Block(e) => write!(f, "bad frame from the peer: {e}"),
+            RelayError::Shutdown => f.write_str("tunnel endpoint shutting down"),
             RelayError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -178,6 +185,12 @@ impl Local {
     fn reset_on_close(&self) {
         let _ = socket2::SockRef::from(&*self.0).set_linger(Some(Duration::ZERO));
     }
+
+    /// Undoes [`Local::reset_on_close`]: the connection ended cleanly, and the last close
+    /// must not discard bytes the application has not read yet.
+    fn close_cleanly(&self) {
+        let _ = socket2::SockRef::from(&*self.0).set_linger(None);
+    }
 }
 
 /// What the writer is handed.
@@ -190,6 +203,10 @@ enum Outgoing {
 /// Carries `local` over `tunnel` until both directions have ended, or one fails; `zstd` says
 /// whether the peer decodes zstd frames, and `probe` reads the kernel's view of the tunnel's
 /// TCP connection for the policy.
+///
+/// The local connection is reset on close from the start and set back to a plain close only
+/// when both directions ended cleanly: whatever drops it early (a failure, a runtime shut
+/// down) the application sees an error, never a clean end of a cut stream.
 ///
 /// # Errors
 ///
@@ -204,7 +221,9 @@ pub async fn relay<S>(
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
+    let _live = shared.drain.enter();
     let local = Local(Arc::new(local));
+    local.reset_on_close();
     let (tunnel_r, tunnel_w) = tokio::io::split(tunnel);
     let writer_waiting = Arc::new(AtomicBool::new(true));
     let (tx, rx) = mpsc::channel(QUEUE_FRAMES);
@@ -221,6 +240,7 @@ where
         (policy, probe),
         shared.clone(),
     );
+    let watcher = watch_loop(tx.downgrade(), shared.clone());
     let receiver = receive_loop(tunnel_r, local.clone(), tx, shared.clone());
     let writer = write_loop(tunnel_w, rx, writer_waiting);
 
@@ -229,16 +249,45 @@ where
         cancelled,
         local: &local,
     };
-    let (sent, received, written) = tokio::join!(
-        stop.run(sender, Duration::ZERO),
-        stop.run(receiver, Duration::ZERO),
-        stop.run(writer, FLUSH_GRACE),
-    );
-    [sent, received, written]
+    let loops = async {
+        tokio::join!(
+            stop.run(sender, Duration::ZERO),
+            stop.run(receiver, Duration::ZERO),
+            stop.run(writer, FLUSH_GRACE),
+        )
+    };
+    tokio::pin!(loops);
+    let watched = stop.run(watcher, Duration::ZERO);
+    tokio::pin!(watched);
+    // The watcher never ends on its own accord unless the connection must be aborted; then
+    // the loops still run until the writer has flushed the abort frame.
+    let (watched, (sent, received, written)) = tokio::select! {
+        biased;
+        results = &mut loops => (Ok(()), results),
+        watched = &mut watched => (watched, loops.await),
+    };
+    let result = [watched, sent, received, written]
         .into_iter()
         .filter_map(Result::err)
         .find(|e| !matches!(e, RelayError::Cancelled))
-        .map_or(Ok(()), Err)
+        .map_or(Ok(()), Err);
+    if result.is_ok() {
+        local.close_cleanly();
+    }
+    result
+}
+
+/// Watches a connection from outside its data: ends, with the error to abort it with, when
+/// the endpoint shuts down. It queues the abort frame for the peer itself (through a weak
+/// sender, so that it never keeps the writer waiting for more frames).
+async fn watch_loop(tx: mpsc::WeakSender<Outgoing>, shared: Arc<Shared>) -> Result<(), RelayError> {
+    shared.drain.aborted().await;
+    let error = RelayError::Shutdown;
+    if let Some(tx) = tx.upgrade() {
+        let abort = Outgoing::Abort(error.to_string());
+        let _ = tokio::time::timeout(FLUSH_GRACE, tx.send(abort)).await;
+    }
+    Err(error)
 }
 
 /// Stops a connection's loops together.

@@ -5,10 +5,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use zipwire_adapt::{Budget, BudgetSpec};
+use zipwire_tunnel::drain::Drain;
 use zipwire_tunnel::endpoint::{Client, Server};
 use zipwire_tunnel::frame::{Codec, Method};
 use zipwire_tunnel::policy::Choice;
@@ -64,6 +66,12 @@ pub struct Common {
     /// Bytes per block, 16k to 256k.
     #[arg(long, value_name = "BYTES", default_value = "128k", value_parser = parse_block)]
     pub block_size: usize,
+
+    /// On SIGTERM or SIGINT, time the forwarded connections get to finish (e.g. 30s, 500ms)
+    /// before those left are aborted: reset, with an abort sent to the peer, so that no
+    /// application takes a cut transfer for a complete one.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
 }
 
 /// `zipwire tunnel server`.
@@ -131,6 +139,23 @@ fn parse_choice(text: &str) -> Result<Choice, String> {
     Ok(Choice::Fixed(method))
 }
 
+/// `30s`, `500ms`, `2m` or plain seconds (`1.5`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("'{text}' is not a duration such as 30s, 500ms or 2m");
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        _ => return Err(bad()),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    Duration::try_from_secs_f64(value * scale).map_err(|_| bad())
+}
+
 fn parse_block(text: &str) -> Result<usize, String> {
     let size = parse_size(text)?;
     if (16 * 1024..=256 * 1024).contains(&size) {
@@ -163,8 +188,9 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
                 ))
                 .with_context(|| format!("listening on {}", a.listen))?;
             tracing::info!(listen = %server.local_addr()?, forward = a.forward, "tunnel server ready");
-            let stats = server.stats();
-            serve(&runtime, server.run(), &stats, verbose)
+            let (stats, drain) = (server.stats(), server.drain());
+            let grace = a.common.shutdown_grace;
+            serve(&runtime, server.run(), (&stats, &drain, grace), verbose)
         }
         Role::Client(a) => {
             let tls = tls::client_config(a.pin)?;
@@ -174,8 +200,9 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
                 .block_on(Client::bind(a.listen, a.server.clone(), tls, token, shared))
                 .with_context(|| format!("listening on {}", a.listen))?;
             tracing::info!(listen = %client.local_addr()?, server = a.server, "tunnel client ready");
-            let stats = client.stats();
-            serve(&runtime, client.run(), &stats, verbose)
+            let (stats, drain) = (client.stats(), client.drain());
+            let grace = a.common.shutdown_grace;
+            serve(&runtime, client.run(), (&stats, &drain, grace), verbose)
         }
     }
 }
@@ -201,11 +228,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the runtime")
 }
 
-/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit.
+/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit;
+/// then stops accepting, gives the forwarded connections `grace` to finish and aborts the
+/// rest (see [`Drain`]).
 fn serve(
     runtime: &tokio::runtime::Runtime,
     endpoint: impl std::future::Future<Output = std::io::Result<()>>,
-    stats: &Arc<Stats>,
+    (stats, drain, grace): (&Arc<Stats>, &Arc<Drain>, Duration),
     verbose: bool,
 ) -> anyhow::Result<ExitCode> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -225,6 +254,28 @@ fn serve(
             _ = term.recv() => Ok(()),
         }
     });
+    // The endpoint's future, and with it its listener, is gone: nothing new comes in.
+    let open = drain.live();
+    tracing::info!(
+        open,
+        grace_s = grace.as_secs_f64(),
+        "shutting down: no new connections"
+    );
+    let outcome = runtime.block_on(drain.shutdown(grace));
+    if outcome.cut > 0 {
+        tracing::warn!(
+            cut = outcome.cut,
+            finished = outcome.open.saturating_sub(outcome.cut),
+            stuck = outcome.stuck,
+            "shutdown cut {} forwarded connection(s): reset, abort sent to the peer",
+            outcome.cut
+        );
+    } else {
+        tracing::info!(
+            finished = outcome.open,
+            "shut down; no forwarded connection cut"
+        );
+    }
     if verbose {
         eprint!("{}", stats.report());
     }

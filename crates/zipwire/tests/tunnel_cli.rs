@@ -207,3 +207,143 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
     server.wait_for("TLS handshake failed");
     assert!(!log.contains("panicked") && !server.log().contains("panicked"));
 }
+
+/// Keys from keygen, a server forwarding to `target` and a client, both running with
+/// `extra` flags; returns them and the client's address.
+fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, String) {
+    let keys = dir.join("keys");
+    let out = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
+    let (server_addr, client_addr) = (free_port(), free_port());
+    let mut args = vec![
+        "tunnel",
+        "server",
+        "--listen",
+        &server_addr,
+        "--forward",
+        target,
+    ];
+    let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
+    args.extend(["--cert", &cert, "--key", &key, "--token-file", &token]);
+    args.extend(extra);
+    let server = Running::start(&args, &dir.join("server.log"));
+    server.wait_for("tunnel server ready");
+    let mut args = vec!["tunnel", "client", "--listen", &client_addr];
+    args.extend([
+        "--server",
+        &server_addr,
+        "--pin",
+        &pin,
+        "--token-file",
+        &token,
+    ]);
+    args.extend(extra);
+    let client = Running::start(&args, &dir.join("client.log"));
+    client.wait_for("tunnel client ready");
+    (server, client, client_addr)
+}
+
+/// Writes up to 1 GiB, generated as it goes, until the peer stops taking it.
+fn send_a_gibibyte(stream: &mut TcpStream) {
+    let chunk: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i % 251) as u8 ^ (i >> 12) as u8)
+        .collect();
+    for _ in 0..1024 {
+        if stream.write_all(&chunk).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads until the stream ends; returns the bytes read and how it ended. Sends SIGTERM to
+/// `victim` once 16 MB have arrived.
+fn read_and_terminate(stream: &mut TcpStream, victim: &Running) -> (u64, std::io::Result<()>) {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut total, mut signalled) = (0u64, false);
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return (total, Ok(())),
+            Ok(n) => total += n as u64,
+            Err(e) => return (total, Err(e)),
+        }
+        if !signalled && total >= 16 << 20 {
+            let pid = victim.child.id().to_string();
+            assert!(Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success());
+            signalled = true;
+        }
+    }
+}
+
+/// Waits for the process to exit by itself.
+fn exits(running: &mut Running) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = running.child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running:\n{}",
+            running.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigterm_to_the_server_cuts_the_target_s_stream_with_an_error_not_an_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    let (mut server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let mut app = TcpStream::connect(&client_addr).unwrap();
+    std::thread::spawn(move || send_a_gibibyte(&mut app));
+    let (mut received, _) = listener.accept().unwrap();
+    let (total, end) = read_and_terminate(&mut received, &server);
+    assert!(total < 1 << 30, "the whole transfer went through");
+    let error = end.expect_err("the target saw a clean end of a cut stream");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(exits(&mut server).success());
+    assert!(
+        server.log().contains("shutdown cut 1 forwarded connection"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn sigterm_to_the_client_cuts_the_application_s_stream_with_an_error_not_an_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            send_a_gibibyte(&mut stream);
+        }
+    });
+    let (_server, mut client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let mut app = TcpStream::connect(&client_addr).unwrap();
+    let (total, end) = read_and_terminate(&mut app, &client);
+    assert!(total < 1 << 30, "the whole transfer went through");
+    let error = end.expect_err("the application saw a clean end of a cut stream");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(exits(&mut client).success());
+    assert!(
+        client.log().contains("shutdown cut 1 forwarded connection"),
+        "{}",
+        client.log()
+    );
+}
