@@ -78,6 +78,7 @@ pub mod negotiate;
 mod outgoing;
 mod read_timeout;
 mod replay;
+mod request_body;
 mod rules;
 mod server;
 mod service;

@@ -42,6 +42,10 @@ use zipwire_adapt::{BudgetSpec, MemoryGate};
 /// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
 const MIN_BUF_SIZE: usize = 16 * 1024;
 
+/// Room in the read buffer past the head limit: hyper's longest URI (65,534 bytes) and a
+/// little more, so that a request line hyper refuses with 414 is read whole.
+const URI_ROOM: usize = 64 * 1024 + 512;
+
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -107,10 +111,11 @@ impl Server {
         let mut http = http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(config.timeouts.header_read)
-            .max_header_size(config.limits.max_header_bytes)
-            // Read and write buffers per connection: a request head must fit; responses are
-            // streamed in frames of at most `coalesce`, so larger buffers only hold memory.
-            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE))
+            // Read and write buffers per connection: a request head must fit, and a request
+            // line up to hyper's URI limit past it, so that hyper answers 414 rather than 431
+            // (the head limit itself is checked with the request, see `service`); responses
+            // are streamed in frames of at most `coalesce`, so larger buffers only hold memory.
+            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE) + URI_ROOM)
             .keep_alive(true);
         Ok(Server {
             listener,

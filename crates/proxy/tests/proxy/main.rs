@@ -4,9 +4,12 @@
 //! origin sent.
 
 mod compression;
+mod framing;
 mod logging;
 mod operations;
+mod raw;
 mod robustness;
 mod streaming;
 mod support;
+mod timeouts;
 mod upstreams;
