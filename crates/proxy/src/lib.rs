@@ -72,6 +72,7 @@ mod error;
 mod facts;
 mod forward;
 pub mod headers;
+mod keepalive;
 mod list;
 mod media;
 pub mod negotiate;

@@ -66,3 +66,28 @@ async fn a_stalled_upload_gets_408_and_frees_the_origin_connection() {
     assert_eq!(Proxy::count(&proxy.stats.errors.client), 1);
     assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 0);
 }
+#[tokio::test]
+async fn idle_not_header_read_bounds_the_gap_between_requests() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.header_read = Duration::from_millis(400);
+        config.timeouts.idle = Duration::from_millis(1_500);
+    })
+    .await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    let request = b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    client.send(request).await;
+    assert_eq!(client.response(false).await.status(), 200);
+    // Longer than header_read, shorter than idle: the connection is still there.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    client.send(request).await;
+    assert_eq!(client.response(false).await.status(), 200);
+    // Then idle closes it.
+    let waited = Instant::now();
+    assert!(client.closed_within(Duration::from_secs(5)).await);
+    let elapsed = waited.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1_200) && elapsed < Duration::from_secs(4),
+        "closed after {elapsed:?}"
+    );
+}
