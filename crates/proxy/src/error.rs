@@ -59,6 +59,26 @@ pub enum ProxyError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The request is refused with a status of its own: 501 for a transfer coding other than
+    /// chunked, 414 and 431 for a request head over the limit.
+    Refused {
+        /// The status the client gets (4xx or 501).
+        status: StatusCode,
+        /// What is wrong with the request.
+        reason: &'static str,
+    },
+    /// The client's request body failed while it was sent upstream: malformed chunked
+    /// framing, more data than declared, the connection closed mid-body (400).
+    ClientBody {
+        /// The upstream client's error, whose chain holds the request body's.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The client sent nothing more of its request body for
+    /// [`Timeouts::client_body`](crate::Timeouts::client_body) (408).
+    ClientTimeout {
+        /// The time it was given.
+        after: Duration,
+    },
     /// Every upstream is marked down, or the ones tried could not be connected to.
     AllDown,
     /// Connecting to an upstream failed (refused, unreachable, connect timeout). The request
@@ -90,7 +110,10 @@ impl ProxyError {
     /// Whose fault the error is.
     pub fn side(&self) -> Side {
         match self {
-            ProxyError::BadRequest { .. } => Side::Client,
+            ProxyError::BadRequest { .. }
+            | ProxyError::Refused { .. }
+            | ProxyError::ClientBody { .. }
+            | ProxyError::ClientTimeout { .. } => Side::Client,
             ProxyError::AllDown
             | ProxyError::Connect { .. }
             | ProxyError::Upstream { .. }
@@ -101,11 +124,14 @@ impl ProxyError {
         }
     }
 
-    /// The status the client gets: 400 for its own faults, 504 for an upstream timeout, 502
-    /// for other upstream failures, 500 for the proxy's.
+    /// The status the client gets: 400 for its own faults (408 for a stalled request body, or
+    /// the status a refusal names), 504 for an upstream timeout, 502 for other upstream
+    /// failures, 500 for the proxy's.
     pub fn status(&self) -> StatusCode {
         match self {
             ProxyError::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Refused { status, .. } => *status,
+            ProxyError::ClientTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             _ => match self.side() {
                 Side::Client => StatusCode::BAD_REQUEST,
                 Side::Upstream => StatusCode::BAD_GATEWAY,
@@ -128,6 +154,13 @@ impl fmt::Display for ProxyError {
             ProxyError::Runtime(_) => f.write_str("cannot start the runtime"),
             ProxyError::NoUpstreams => f.write_str("no upstream configured"),
             ProxyError::BadRequest { reason } => write!(f, "bad request: {reason}"),
+            ProxyError::Refused { status, reason } => {
+                write!(f, "refused ({}): {reason}", status.as_u16())
+            }
+            ProxyError::ClientBody { .. } => f.write_str("request body failed"),
+            ProxyError::ClientTimeout { after } => {
+                write!(f, "client sent no request body for {after:?}")
+            }
             ProxyError::AllDown => f.write_str("no upstream available"),
             ProxyError::Connect { upstream, .. } => write!(f, "cannot connect to {upstream}"),
             ProxyError::Upstream { upstream, .. } => write!(f, "upstream {upstream} failed"),
@@ -142,11 +175,13 @@ impl StdError for ProxyError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             ProxyError::Bind { source, .. } | ProxyError::Runtime(source) => Some(source),
-            ProxyError::Connect { source, .. } | ProxyError::Upstream { source, .. } => {
-                Some(source.as_ref())
-            }
+            ProxyError::Connect { source, .. }
+            | ProxyError::Upstream { source, .. }
+            | ProxyError::ClientBody { source } => Some(source.as_ref()),
             ProxyError::NoUpstreams
             | ProxyError::BadRequest { .. }
+            | ProxyError::Refused { .. }
+            | ProxyError::ClientTimeout { .. }
             | ProxyError::AllDown
             | ProxyError::UpstreamTimeout { .. } => None,
         }
@@ -168,6 +203,28 @@ mod tests {
                 ProxyError::BadRequest { reason: "x" },
                 Side::Client,
                 StatusCode::BAD_REQUEST,
+            ),
+            (
+                ProxyError::Refused {
+                    status: StatusCode::NOT_IMPLEMENTED,
+                    reason: "x",
+                },
+                Side::Client,
+                StatusCode::NOT_IMPLEMENTED,
+            ),
+            (
+                ProxyError::ClientBody {
+                    source: "bad chunk size".into(),
+                },
+                Side::Client,
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                ProxyError::ClientTimeout {
+                    after: Duration::from_secs(1),
+                },
+                Side::Client,
+                StatusCode::REQUEST_TIMEOUT,
             ),
             (ProxyError::AllDown, Side::Upstream, StatusCode::BAD_GATEWAY),
             (

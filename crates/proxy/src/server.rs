@@ -2,13 +2,14 @@
 //! connection limit and graceful shutdown.
 //!
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
-//! `request{method, path}` span under it. Limits on clients are hyper's: the request head
-//! must arrive within [`Timeouts::header_read`] (slowloris; hyper also applies it to the wait
-//! for the next request on a keep-alive connection, so it is the client idle timeout too),
-//! and may not exceed [`ClientLimits::max_header_bytes`] (431). A malformed request gets 400
-//! and the connection is closed.
+//! `request{method, path}` span under it. Limits on clients: the request head must arrive
+//! within [`Timeouts::header_read`] (slowloris) and a kept-alive connection may wait
+//! [`Timeouts::idle`] for its next request (see [`crate::keepalive`]); the head may not exceed
+//! [`ClientLimits::max_header_bytes`] (431, or 414 for the target alone). A malformed request
+//! gets 400 and the connection is closed.
 //!
 //! [`Timeouts::header_read`]: crate::Timeouts::header_read
+//! [`Timeouts::idle`]: crate::Timeouts::idle
 //! [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
 
 use std::convert::Infallible;
@@ -34,6 +35,7 @@ use crate::budget;
 use crate::cork::{CorkedStream, MoreToCome};
 use crate::counters::Counters;
 use crate::error::ProxyError;
+use crate::keepalive::{Phases, ServedBody, TimedStream};
 use crate::service::Proxy;
 use crate::settings::ProxyConfig;
 use crate::throttle::Throttle;
@@ -41,6 +43,10 @@ use zipwire_adapt::{BudgetSpec, MemoryGate};
 
 /// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
 const MIN_BUF_SIZE: usize = 16 * 1024;
+
+/// Room in the read buffer past the head limit: hyper's longest URI (65,534 bytes) and a
+/// little more, so that a request line hyper refuses with 414 is read whole.
+const URI_ROOM: usize = 64 * 1024 + 512;
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
@@ -65,6 +71,8 @@ pub struct Server {
     local_addr: SocketAddr,
     proxy: Arc<Proxy>,
     http: http1::Builder,
+    /// `header_read` and `idle`, for each connection's [`Phases`].
+    phases: (Duration, Duration),
     max_connections: usize,
     shutdown_grace: Duration,
     counters: Arc<Counters>,
@@ -106,15 +114,18 @@ impl Server {
         let memory = MemoryGate::new(config.budget.max_memory);
         let mut http = http1::Builder::new();
         http.timer(TokioTimer::new())
-            .header_read_timeout(config.timeouts.header_read)
-            .max_header_size(config.limits.max_header_bytes)
-            // Read and write buffers per connection: a request head must fit; responses are
-            // streamed in frames of at most `coalesce`, so larger buffers only hold memory.
-            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE))
+            // Off: `keepalive` times the head and the gap between requests apart.
+            .header_read_timeout(None)
+            // Read and write buffers per connection: a request head must fit, and a request
+            // line up to hyper's URI limit past it, so that hyper answers 414 rather than 431
+            // (the head limit itself is checked with the request, see `service`); responses
+            // are streamed in frames of at most `coalesce`, so larger buffers only hold memory.
+            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE) + URI_ROOM)
             .keep_alive(true);
         Ok(Server {
             listener,
             local_addr,
+            phases: (config.timeouts.header_read, config.timeouts.idle),
             proxy: Arc::new(Proxy::new(
                 &config,
                 counters.clone(),
@@ -169,6 +180,7 @@ impl Server {
             local_addr,
             proxy,
             http,
+            phases,
             max_connections,
             shutdown_grace,
             counters,
@@ -224,6 +236,7 @@ impl Server {
             let connection = Connection {
                 proxy: proxy.clone(),
                 counters: counters.clone(),
+                phases: Phases::new(phases.0, phases.1),
                 peer,
                 _permit: permit,
             };
@@ -283,6 +296,7 @@ pub fn run_blocking(
 struct Connection {
     proxy: Arc<Proxy>,
     counters: Arc<Counters>,
+    phases: Phases,
     peer: SocketAddr,
     /// Held while the connection is open: the connection limit.
     _permit: OwnedSemaphorePermit,
@@ -303,14 +317,19 @@ impl Connection {
         let proxy = self.proxy.clone();
         let peer = self.peer;
         let more = MoreToCome::default();
-        let stream = CorkedStream::new(stream, more.clone());
+        let phases = self.phases.clone();
+        let stream = TimedStream::new(CorkedStream::new(stream, more.clone()), phases.clone());
         let service = service_fn(move |request: Request<Incoming>| {
             let proxy = proxy.clone();
             let more = more.clone();
+            let served = phases.serve();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
-            async move { Ok::<_, Infallible>(proxy.handle(request, peer, more).await) }
-                .instrument(span)
+            async move {
+                let response = proxy.handle(request, peer, more).await;
+                Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
+            }
+            .instrument(span)
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         Counters::bump(&self.counters.connections);

@@ -18,11 +18,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use http::header::{
+    HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
+};
 use http::request::Parts as RequestParts;
 use http::response::Parts as ResponseParts;
-use http::uri::PathAndQuery;
-use http::{Method, Request, Response, Version};
+use http::uri::{Authority, PathAndQuery};
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body::Body as _;
 use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::{Format, Level, Limits};
@@ -35,6 +38,7 @@ use crate::error::{ProxyError, Side};
 use crate::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::forward::{self, ViaEntries};
 use crate::headers;
+use crate::list;
 use crate::negotiate::Coding;
 use crate::outgoing::{AccessLog, ResponseBody};
 use crate::rules::{decide, Bypass, Decision, Payload, Vary};
@@ -58,6 +62,11 @@ pub(crate) struct Proxy {
     counters: Arc<Counters>,
     throttle: Throttle,
     memory: MemoryGate,
+    /// The request head limit ([`ClientLimits::max_header_bytes`]), checked here: hyper's
+    /// own check comes before its 414 and would hide it.
+    ///
+    /// [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
+    max_head: usize,
 }
 
 impl Proxy {
@@ -99,11 +108,25 @@ impl Proxy {
             counters,
             throttle,
             memory,
+            max_head: config.limits.max_header_bytes,
         }
     }
 
     /// Serves one request from a client at `peer`, through every phase.
     pub(crate) async fn handle(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+        more: MoreToCome,
+    ) -> Response<ResponseBody> {
+        let version = request.version();
+        let mut response = self.respond(request, peer, more).await;
+        set_version(&mut response, version);
+        response
+    }
+
+    /// The phases, up to the response the client gets.
+    async fn respond(
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
@@ -159,6 +182,9 @@ impl Proxy {
                 reason: "CONNECT is not served by a reverse proxy",
             });
         }
+        check_head_size(request, self.max_head)?;
+        check_host(request)?;
+        check_transfer_coding(request)?;
         Ok(RequestFacts::from_parts(&request.method, &request.headers))
     }
 
@@ -181,6 +207,13 @@ impl Proxy {
             });
         }
         let mut headers = request.headers.clone();
+        // RFC 9112 §3.2.2: a proxy forwarding an absolute-form request generates `Host` from
+        // the target's authority, not from the received `Host`.
+        if let Some(authority) = request.uri.authority() {
+            if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
+                headers.insert(HOST, host);
+            }
+        }
         forward::strip_hop_by_hop(&mut headers);
         if self.forwarded_for {
             forward::add_forwarded_for(&mut headers, peer.ip());
@@ -207,6 +240,11 @@ impl Proxy {
         response: &mut ResponseParts,
         version: Version,
     ) -> (Decision, FlushPolicy, Option<Permit>) {
+        // RFC 9112 §6.3: the transfer coding (which hyper's client has read by) overrides a
+        // Content-Length, which an intermediary must remove before forwarding.
+        if response.headers.contains_key(TRANSFER_ENCODING) {
+            response.headers.remove(CONTENT_LENGTH);
+        }
         forward::strip_hop_by_hop(&mut response.headers);
         let mut facts = ResponseFacts::from_parts(response.status, &response.headers);
         if self.throttle.is_bypassing_new() {
@@ -315,6 +353,10 @@ impl Proxy {
         log.set_status(status);
         let text = match status.as_u16() {
             400 => "400 Bad Request\n",
+            408 => "408 Request Timeout\n",
+            414 => "414 URI Too Long\n",
+            431 => "431 Request Header Fields Too Large\n",
+            501 => "501 Not Implemented\n",
             502 => "502 Bad Gateway\n",
             504 => "504 Gateway Timeout\n",
             _ => "500 Internal Server Error\n",
@@ -332,5 +374,92 @@ impl Proxy {
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
         response
+    }
+}
+
+/// Sends the response in the proxy's own version, HTTP/1.1 (RFC 9112 §2.3), whatever the
+/// upstream spoke: an HTTP/1.0 origin must not cost an HTTP/1.1 client its keep-alive or
+/// chunked framing. hyper writes HTTP/1.0 to an HTTP/1.0 client and, for a 1.1 response, adds
+/// `Connection: keep-alive` when the client asked for it; a body such a client can only read
+/// to the end of the connection (no length: compressed), or a response that closes the
+/// connection, goes out as HTTP/1.0 instead, so hyper offers no keep-alive it cannot keep.
+fn set_version(response: &mut Response<ResponseBody>, client: Version) {
+    let closes = response
+        .headers()
+        .get(CONNECTION)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"close"));
+    let body = response.body();
+    let delimited = response.headers().contains_key(CONTENT_LENGTH)
+        || body.is_end_stream()
+        || body.size_hint().exact().is_some();
+    let old_client = client == Version::HTTP_10 || client == Version::HTTP_09;
+    *response.version_mut() = if old_client && (closes || !delimited) {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+}
+
+/// 414 when the request target alone is over the head limit, 431 when the whole head is
+/// (nginx answers 414 for an over-long request line too). hyper's read buffer leaves room past
+/// the limit for a long request line to be parsed, so that it can be told apart.
+fn check_head_size(request: &RequestParts, limit: usize) -> Result<(), ProxyError> {
+    let target = request.uri.authority().map_or(0, |a| a.as_str().len() + 7)
+        + request.uri.path_and_query().map_or(1, |p| p.as_str().len());
+    if target > limit {
+        return Err(ProxyError::Refused {
+            status: StatusCode::URI_TOO_LONG,
+            reason: "request target over the head limit",
+        });
+    }
+    // The request line and every field line as sent, give or take optional whitespace.
+    let fields: usize = request
+        .headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    if request.method.as_str().len() + target + 12 + fields + 2 > limit {
+        return Err(ProxyError::Refused {
+            status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            reason: "request head over the limit",
+        });
+    }
+    Ok(())
+}
+
+/// RFC 9112 §3.2: 400 for an HTTP/1.1 request without `Host`, for more than one `Host`
+/// line, and for a `Host` that is not `host[:port]` (empty is allowed: a target without
+/// authority).
+fn check_host(request: &RequestParts) -> Result<(), ProxyError> {
+    let mut hosts = request.headers.get_all(HOST).iter();
+    let reason = match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => "more than one Host",
+        (None, _) if request.version == Version::HTTP_11 => "no Host in an HTTP/1.1 request",
+        (Some(host), None)
+            if !host.is_empty()
+                && (host.as_bytes().contains(&b'@')
+                    || Authority::try_from(host.as_bytes()).is_err()) =>
+        {
+            "Host is not host[:port]"
+        }
+        _ => return Ok(()),
+    };
+    Err(ProxyError::BadRequest { reason })
+}
+
+/// 501 for a request whose transfer coding is anything but `chunked` alone (RFC 9112 §6.1; as
+/// nginx): hyper reads a `gzip, chunked` body by its chunks, and forwarding the result would
+/// pass coded bytes off as the content.
+fn check_transfer_coding(request: &RequestParts) -> Result<(), ProxyError> {
+    if !request.headers.contains_key(TRANSFER_ENCODING) {
+        return Ok(());
+    }
+    let mut codings = list::elements(request.headers.get_all(TRANSFER_ENCODING));
+    match (codings.next(), codings.next()) {
+        (Some(coding), None) if coding.eq_ignore_ascii_case(b"chunked") => Ok(()),
+        _ => Err(ProxyError::Refused {
+            status: StatusCode::NOT_IMPLEMENTED,
+            reason: "transfer coding other than chunked",
+        }),
     }
 }

@@ -155,6 +155,10 @@ impl Default for Forwarding {
 pub struct Timeouts {
     /// Time a client has to send a complete request head (slowloris). Default 10 s.
     pub header_read: Duration,
+    /// The longest gap between two reads of a request body (nginx `client_body_timeout`):
+    /// past it the upload is abandoned, the upstream connection closed, and the client gets
+    /// 408 if nothing was sent yet. Default 60 s.
+    pub client_body: Duration,
     /// Time to establish an upstream connection. Default 3 s.
     pub upstream_connect: Duration,
     /// Time the upstream has to start its response (the proxy answers 504 after it), and the
@@ -172,6 +176,7 @@ impl Default for Timeouts {
     fn default() -> Timeouts {
         Timeouts {
             header_read: Duration::from_secs(10),
+            client_body: Duration::from_secs(60),
             upstream_connect: Duration::from_secs(3),
             upstream_response: Duration::from_secs(60),
             idle: Duration::from_secs(60),

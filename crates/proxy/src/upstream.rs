@@ -11,6 +11,7 @@
 //!
 //! [`ProxyConfig::down_time`]: crate::ProxyConfig::down_time
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use tracing::{debug, warn};
 use crate::error::ProxyError;
 use crate::read_timeout::ReadTimeout;
 use crate::replay::{Replay, ReplayBody};
+use crate::request_body::{self, RequestBody, Sent};
 use crate::settings::{Timeouts, Upstream};
 
 /// Read-buffer limit per upstream connection.
@@ -38,8 +40,9 @@ pub(crate) type UpstreamBody = ReadTimeout<Incoming>;
 #[derive(Debug)]
 pub(crate) struct Upstreams {
     members: Members,
-    client: Client<HttpConnector, ReplayBody<Incoming>>,
+    client: Client<HttpConnector, ReplayBody<RequestBody>>,
     response_timeout: Duration,
+    client_body_timeout: Duration,
 }
 
 /// What one request sends upstream, besides its body.
@@ -70,6 +73,7 @@ impl Upstreams {
             members: Members::new(servers, down_time, Instant::now()),
             client,
             response_timeout: timeouts.upstream_response,
+            client_body_timeout: timeouts.client_body,
         }
     }
 
@@ -80,18 +84,22 @@ impl Upstreams {
 
     /// Sends a request to the next upstream that is up, and to one more after a connect
     /// failure when the method is idempotent and the body was not sent. Returns the response
-    /// head and its streaming body.
+    /// head and its streaming body. The upstream's time to answer runs from the end of the
+    /// request body: a slow upload is the client's time, bounded by the client body timeout.
     ///
     /// # Errors
     ///
     /// [`ProxyError::AllDown`] when no upstream is up, [`ProxyError::Connect`] when the last
     /// one tried could not be connected to, [`ProxyError::UpstreamTimeout`] when the response
-    /// did not start in time, [`ProxyError::Upstream`] for any other failure.
+    /// did not start in time, [`ProxyError::ClientTimeout`] and [`ProxyError::ClientBody`]
+    /// when the client's body stalled or failed, [`ProxyError::Upstream`] for any other
+    /// failure.
     pub(crate) async fn send(
         &self,
         mut head: Head,
         body: Incoming,
     ) -> Result<Response<UpstreamBody>, ProxyError> {
+        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let replay = Replay::new(body);
         let attempts = if is_idempotent(&head.method) { 2 } else { 1 };
         let mut tried = Vec::with_capacity(attempts);
@@ -108,7 +116,11 @@ impl Upstreams {
                 head.headers.clone()
             };
             let request = build(&head.method, &authority, &head.target, headers, &replay)?;
-            let outcome = tokio::time::timeout(self.response_timeout, self.client.request(request));
+            let outcome = answer_within(
+                self.client.request(request),
+                &mut sent,
+                self.response_timeout,
+            );
             match outcome.await {
                 Ok(Ok(response)) => {
                     let limit = self.response_timeout;
@@ -133,14 +145,32 @@ impl Upstreams {
                     debug!("retrying on the next upstream");
                 }
                 Ok(Err(error)) => {
-                    return Err(ProxyError::Upstream {
-                        upstream: authority,
-                        source: error.into(),
+                    return Err(match request_body::client_failure(error.into()) {
+                        Ok(client) => client,
+                        Err(source) => ProxyError::Upstream {
+                            upstream: authority,
+                            source,
+                        },
                     })
                 }
             }
         }
     }
+}
+
+/// Runs `request` until the upstream answers, giving it `limit` from the end of the request
+/// body (`sent`), not from its start.
+async fn answer_within<F: Future>(
+    request: F,
+    sent: &mut Sent,
+    limit: Duration,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::pin!(request);
+    tokio::select! {
+        answer = &mut request => return Ok(answer),
+        () = sent.wait() => {}
+    }
+    tokio::time::timeout(limit, request).await
 }
 
 /// Whether a method may be sent twice with the effect of once (RFC 9110 §9.2.2).
@@ -157,8 +187,8 @@ fn build(
     authority: &Authority,
     target: &PathAndQuery,
     headers: HeaderMap,
-    replay: &Replay<Incoming>,
-) -> Result<Request<ReplayBody<Incoming>>, ProxyError> {
+    replay: &Replay<RequestBody>,
+) -> Result<Request<ReplayBody<RequestBody>>, ProxyError> {
     let uri = Uri::builder()
         .scheme(Scheme::HTTP)
         .authority(authority.clone())

@@ -5,10 +5,13 @@
 
 mod compression;
 mod counted_errors;
+mod framing;
 mod logging;
 mod operations;
+mod raw;
 mod recoding;
 mod robustness;
 mod streaming;
 mod support;
+mod timeouts;
 mod upstreams;

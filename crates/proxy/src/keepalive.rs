@@ -1,0 +1,292 @@
+//! The two client read timeouts nginx users expect: [`Timeouts::idle`] (nginx's
+//! `keepalive_timeout`) bounds the gap between requests on a kept-alive connection, and
+//! [`Timeouts::header_read`] (`client_header_timeout`) the reading of one request head, from
+//! the connection's start or from the first byte of a later request.
+//!
+//! hyper has only the second, and starts it as soon as it waits for the next request, so it
+//! would close an idle connection after `header_read`. Its timer is therefore off, and the
+//! connection's reads are timed here instead: [`Phases`] knows whether a request is being
+//! served (set by the service, cleared when the response body is dropped), and a read that
+//! waits past the current phase's deadline fails, which ends the connection as hyper's own
+//! timer did (no response, the socket closed).
+//!
+//! [`Timeouts::idle`]: crate::Timeouts::idle
+//! [`Timeouts::header_read`]: crate::Timeouts::header_read
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// Where a client connection stands, shared by its reads and its requests.
+#[derive(Clone, Debug)]
+pub(crate) struct Phases {
+    shared: Arc<Mutex<Shared>>,
+    header_read: Duration,
+    idle: Duration,
+}
+
+#[derive(Debug)]
+struct Shared {
+    phase: Phase,
+    /// The read waiting for the connection, woken when a response ends so that it arms the
+    /// idle deadline.
+    reader: Option<Waker>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Reading a request head, since the connection opened or the head's first byte came.
+    Head(Instant),
+    /// A request is being served: no read deadline here (the request body has its own).
+    Busy,
+    /// Waiting for the next request since the last response ended.
+    Idle(Instant),
+}
+
+impl Phases {
+    /// The phases of a connection accepted now.
+    pub(crate) fn new(header_read: Duration, idle: Duration) -> Phases {
+        Phases {
+            shared: Arc::new(Mutex::new(Shared {
+                phase: Phase::Head(Instant::now()),
+                reader: None,
+            })),
+            header_read,
+            idle,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A request head was read whole: the request is served until `Served` is dropped.
+    pub(crate) fn serve(&self) -> Served {
+        self.lock().phase = Phase::Busy;
+        Served(self.clone())
+    }
+
+    fn read_some(&self) {
+        let mut shared = self.lock();
+        if let Phase::Idle(_) = shared.phase {
+            shared.phase = Phase::Head(Instant::now());
+        }
+    }
+
+    /// When a read waiting now must give up, if ever; remembers `waker` for the end of a
+    /// response.
+    fn deadline(&self, waker: &Waker) -> Option<Instant> {
+        let mut shared = self.lock();
+        match shared.phase {
+            Phase::Head(since) => since.checked_add(self.header_read),
+            Phase::Idle(since) => since.checked_add(self.idle),
+            Phase::Busy => {
+                shared.reader = Some(waker.clone());
+                None
+            }
+        }
+    }
+}
+
+/// Held while a request is served; its drop starts the idle wait.
+#[derive(Debug)]
+pub(crate) struct Served(Phases);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let reader = {
+            let mut shared = self.0.lock();
+            shared.phase = Phase::Idle(Instant::now());
+            shared.reader.take()
+        };
+        if let Some(reader) = reader {
+            reader.wake();
+        }
+    }
+}
+
+/// A response body that holds its request's [`Served`] until the connection drops it.
+#[derive(Debug)]
+pub(crate) struct ServedBody<B> {
+    inner: B,
+    _served: Served,
+}
+
+impl<B> ServedBody<B> {
+    /// `inner`, ending the request when it is dropped.
+    pub(crate) fn new(inner: B, served: Served) -> ServedBody<B> {
+        ServedBody {
+            inner,
+            _served: served,
+        }
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Body for ServedBody<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A client stream whose reads fail past the deadline of the connection's phase.
+#[derive(Debug)]
+pub(crate) struct TimedStream<S> {
+    inner: S,
+    phases: Phases,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> TimedStream<S> {
+    /// `inner`, read under `phases`.
+    pub(crate) fn new(inner: S, phases: Phases) -> TimedStream<S> {
+        TimedStream {
+            inner,
+            phases,
+            timer: None,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for TimedStream<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        if let Poll::Ready(result) = Pin::new(&mut this.inner).poll_read(cx, buf) {
+            if buf.filled().len() > before {
+                this.phases.read_some();
+            }
+            return Poll::Ready(result);
+        }
+        let Some(due) = this.phases.deadline(cx.waker()) else {
+            return Poll::Pending;
+        };
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if timer.deadline() != due {
+            timer.as_mut().reset(due);
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "client read timeout (header_read or idle)",
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn phases() -> Phases {
+        Phases::new(Duration::from_secs(1), Duration::from_secs(5))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_has_header_read_and_a_gap_has_idle() {
+        let (client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        let mut stream = TimedStream::new(server, phases.clone());
+        let mut buf = [0u8; 8];
+        // Nothing from a new connection: header_read.
+        let started = Instant::now();
+        let error = stream.read(&mut buf).await.expect_err("timed out");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        // Served, then idle: the gap may last `idle`, not `header_read`.
+        drop(phases.serve());
+        let mut client = client;
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            client.write_all(b"G").await.expect("write");
+            client
+        });
+        assert_eq!(stream.read(&mut buf).await.expect("a byte"), 1);
+        // The head has begun: header_read again.
+        let started = Instant::now();
+        let error = stream.read(&mut buf).await.expect_err("timed out");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        drop(writer.await.expect("writer"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_being_served_has_no_read_deadline() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        let mut stream = TimedStream::new(server, phases.clone());
+        let served = phases.serve();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 8];
+            let read = stream.read(&mut buf).await;
+            (read.map_err(|e| e.kind()), Instant::now())
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // The response ends: the idle deadline starts now.
+        let ended = Instant::now();
+        drop(served);
+        let (read, at) = reader.await.expect("reader");
+        assert_eq!(read, Err(io::ErrorKind::TimedOut));
+        assert_eq!(at - ended, Duration::from_secs(5));
+        client.shutdown().await.expect("shutdown");
+    }
+}

@@ -1,0 +1,190 @@
+//! The client's request body on its way upstream: cut when the client goes silent for too
+//! long (nginx's `client_body_timeout`), its errors marked as the client's, and its end
+//! announced so that the upstream's time to answer starts only then.
+//!
+//! The silence is counted only while the upstream connection waits for the client: from
+//! the first poll that finds nothing ready after a frame, to the next frame. A body not
+//! polled (the upstream is slow to read) is not the client's fault.
+//!
+//! A failed body fails the upstream request with it; the HTTP client then closes that
+//! connection instead of pooling it, so a stalled upload holds no origin connection.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
+
+use crate::error::ProxyError;
+
+/// Why a request body failed: the client's doing either way.
+#[derive(Debug)]
+pub(crate) enum ClientBodyError {
+    /// Nothing came for the client body timeout.
+    Silent(Duration),
+    /// The client's framing was wrong or its connection ended mid-body.
+    Failed(hyper::Error),
+}
+
+impl fmt::Display for ClientBodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientBodyError::Silent(after) => {
+                write!(f, "client sent no request body for {after:?}")
+            }
+            ClientBodyError::Failed(_) => f.write_str("request body failed"),
+        }
+    }
+}
+
+impl StdError for ClientBodyError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            ClientBodyError::Silent(_) => None,
+            ClientBodyError::Failed(source) => Some(source),
+        }
+    }
+}
+
+/// The client-side error an upstream request failed with, when its request body failed:
+/// `error`'s chain holds a [`ClientBodyError`]. `None` when the failure was the upstream's.
+pub(crate) fn client_failure(
+    error: Box<dyn StdError + Send + Sync>,
+) -> Result<ProxyError, Box<dyn StdError + Send + Sync>> {
+    let mut cause: Option<&(dyn StdError + 'static)> = Some(error.as_ref());
+    while let Some(current) = cause {
+        match current.downcast_ref::<ClientBodyError>() {
+            Some(ClientBodyError::Silent(after)) => {
+                return Ok(ProxyError::ClientTimeout { after: *after })
+            }
+            Some(ClientBodyError::Failed(_)) => {
+                return Ok(ProxyError::ClientBody { source: error })
+            }
+            None => cause = current.source(),
+        }
+    }
+    Err(error)
+}
+
+/// Completes once the request body has been sent whole (at once for a request without one).
+#[derive(Debug)]
+pub(crate) struct Sent(Option<oneshot::Receiver<()>>);
+
+impl Sent {
+    /// Waits for the end of the body. A body dropped before its end also ends the wait: the
+    /// request it belonged to fails on its own.
+    pub(crate) async fn wait(&mut self) {
+        if let Some(receiver) = &mut self.0 {
+            let _ = receiver.await;
+            self.0 = None;
+        }
+    }
+}
+
+/// A request body with a limit on the client's silences; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct RequestBody {
+    inner: Incoming,
+    limit: Duration,
+    /// Since when the upstream side has been waiting for the client, if it is.
+    waiting_since: Option<Instant>,
+    timer: Option<Pin<Box<Sleep>>>,
+    sent: Option<oneshot::Sender<()>>,
+}
+
+impl RequestBody {
+    /// Wraps the client's body; the client may pause at most `limit` between two frames.
+    pub(crate) fn new(inner: Incoming, limit: Duration) -> (RequestBody, Sent) {
+        let (sender, receiver) = oneshot::channel();
+        let done = inner.is_end_stream();
+        let body = RequestBody {
+            inner,
+            limit,
+            waiting_since: None,
+            timer: None,
+            sent: (!done).then_some(sender),
+        };
+        (body, Sent((!done).then_some(receiver)))
+    }
+
+    fn announce_end(&mut self) {
+        if let Some(sent) = self.sent.take() {
+            let _ = sent.send(());
+        }
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = ClientBodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ClientBodyError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                this.waiting_since = None;
+                if this.inner.is_end_stream() {
+                    this.announce_end();
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(ClientBodyError::Failed(error)))),
+            Poll::Ready(None) => {
+                this.announce_end();
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                let since = *this.waiting_since.get_or_insert_with(Instant::now);
+                // A limit too far to represent never expires.
+                let Some(due) = since.checked_add(this.limit) else {
+                    return Poll::Pending;
+                };
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+                if timer.deadline() != due {
+                    timer.as_mut().reset(due);
+                }
+                if timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(ClientBodyError::Silent(this.limit))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_request_body_failure_is_the_clients() {
+        let silent: Box<dyn StdError + Send + Sync> =
+            Box::new(ClientBodyError::Silent(Duration::from_secs(2)));
+        let failure = client_failure(silent).expect("the client's");
+        assert_eq!(failure.status(), 408);
+        assert_eq!(failure.side(), crate::Side::Client);
+        let upstream: Box<dyn StdError + Send + Sync> = "connection reset".into();
+        let failure = client_failure(upstream).expect_err("the upstream's");
+        assert_eq!(failure.to_string(), "connection reset");
+    }
+}

@@ -1,0 +1,243 @@
+//! HTTP/1.1 framing through the proxy, on raw sockets: message length (RFC 9112 §6),
+//! `Host` (§3.2), versions (§2.3) and what is refused.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::raw::*;
+use crate::support::*;
+
+/// A response framed by both `Content-Length` (wrong, shorter) and chunked coding.
+fn length_and_chunked(body: &[u8]) -> Vec<u8> {
+    let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 300\r\n\
+        Transfer-Encoding: chunked\r\n\r\n"
+        .to_vec();
+    reply.extend_from_slice(&chunked(body, 700));
+    reply
+}
+
+#[tokio::test]
+async fn chunked_coding_overrides_a_content_length_from_upstream() {
+    let body = html(2_000);
+    let origin = RawOrigin::replying(length_and_chunked(&body)).await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        // The false length (300) is under min_length, the true one (2,000) over it.
+        config.compression.rules.min_length = 1_000;
+    })
+    .await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    // Passed (no Accept-Encoding), then compressed, on one kept-alive connection.
+    client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let passed = client.response(false).await;
+    assert_eq!(passed.status(), 200, "{}", passed.head);
+    assert_ne!(
+        passed.field("content-length"),
+        Some("300"),
+        "{}",
+        passed.head
+    );
+    assert_eq!(passed.body, body);
+    client
+        .send(b"GET /b HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        .await;
+    let compressed = client.response(false).await;
+    assert_eq!(compressed.status(), 200, "{}", compressed.head);
+    assert_eq!(
+        compressed.field("content-encoding"),
+        Some("gzip"),
+        "{}",
+        compressed.head
+    );
+    assert_eq!(gunzip(&compressed.body), body);
+}
+
+#[tokio::test]
+async fn an_http_10_origin_does_not_downgrade_an_http_11_client() {
+    let body = noise(3_000);
+    let mut reply = b"HTTP/1.0 200 OK\r\nContent-Type: image/png\r\n\r\n".to_vec();
+    reply.extend_from_slice(&body);
+    let reply = std::sync::Arc::new(reply);
+    // A close-delimited body: one response per connection.
+    let origin = RawOrigin::start(move |mut conn| {
+        let reply = reply.clone();
+        async move {
+            if conn.read_head().await.is_some() {
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut conn.stream, &reply).await;
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    for _ in 0..2 {
+        client
+            .send(b"GET /image.png HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await;
+        let response = client.response(false).await;
+        assert!(
+            response.head.starts_with("http/1.1 200"),
+            "{}",
+            response.head
+        );
+        assert_eq!(response.field("transfer-encoding"), Some("chunked"));
+        assert_eq!(response.body, body);
+    }
+}
+
+#[tokio::test]
+async fn an_http_10_client_is_not_promised_keep_alive_on_a_close_delimited_body() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    // A body of known length keeps the connection...
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"GET /image.png HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        .await;
+    let passed = client.response(false).await;
+    assert_eq!(passed.status(), 200);
+    assert_eq!(
+        passed.field("connection"),
+        Some("keep-alive"),
+        "{}",
+        passed.head
+    );
+    assert_eq!(passed.body, noise(10_000));
+    // ...a compressed one ends with the connection, and says so.
+    client
+        .send(b"GET /page.html HTTP/1.0\r\nConnection: keep-alive\r\nAccept-Encoding: gzip\r\n\r\n")
+        .await;
+    let compressed = client.response(false).await;
+    assert_eq!(compressed.status(), 200);
+    assert!(compressed.closed, "{}", compressed.head);
+    assert!(
+        !compressed.head.contains("keep-alive"),
+        "{}",
+        compressed.head
+    );
+    assert_eq!(gunzip(&compressed.body), html(50_000));
+}
+
+#[tokio::test]
+async fn host_must_be_there_once() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let refused: [&[u8]; 2] = [
+        b"GET /small.txt HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"GET /small.txt HTTP/1.1\r\nAccept: */*\r\n\r\n",
+    ];
+    for raw in refused {
+        let answer = raw_exchange(proxy.addr, raw, Duration::from_secs(3)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    }
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
+    assert_eq!(Proxy::count(&proxy.stats.errors.client), 2);
+    // HTTP/1.0 did not require it.
+    let answer = raw_exchange(
+        proxy.addr,
+        b"GET /small.txt HTTP/1.0\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+}
+
+#[tokio::test]
+async fn an_absolute_target_names_the_host() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"GET http://www.example.test/small.txt HTTP/1.1\r\nHost: other.test\r\n\r\n")
+        .await;
+    let response = client.response(false).await;
+    assert_eq!(response.status(), 200, "{}", response.head);
+    let seen = origin.last_headers();
+    let hosts: Vec<_> = seen.get_all("host").iter().collect();
+    assert_eq!(hosts, ["www.example.test"]);
+}
+
+#[tokio::test]
+async fn a_transfer_coding_other_than_chunked_gets_501() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let answer = raw_exchange(
+        proxy.addr,
+        b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+          5\r\nhello\r\n0\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 501"), "{text}");
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn client_body_errors_are_the_clients() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let bad: [&[u8]; 2] = [
+        // A chunk size that is not hexadecimal.
+        b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\nzz\r\nhello\r\n0\r\n\r\n",
+        // More data in a chunk than its size.
+        b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello, world\r\n0\r\n\r\n",
+    ];
+    for raw in bad {
+        let answer = raw_exchange(proxy.addr, raw, Duration::from_secs(3)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    }
+    // Half-closed mid-body.
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n")
+        .await;
+    client.send(&html(5_000)).await;
+    tokio::io::AsyncWriteExt::shutdown(&mut client.stream)
+        .await
+        .expect("half-close");
+    let response = client.response(false).await;
+    assert_eq!(response.status(), 400, "{}", response.head);
+    assert_eq!(Proxy::count(&proxy.stats.errors.client), 3);
+    assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 0);
+}
+
+#[tokio::test]
+async fn a_70_kb_uri_gets_414() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let mut raw = b"GET /".to_vec();
+    raw.extend(std::iter::repeat_n(b'a', 70_000));
+    raw.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+    let answer = raw_exchange(proxy.addr, &raw, Duration::from_secs(3)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 414"), "{text}");
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_response_after_early_hints_arrives_whole() {
+    let body = html(5_000);
+    let mut reply = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n\
+        HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        .to_vec();
+    reply.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    reply.extend_from_slice(&body);
+    let origin = RawOrigin::replying(reply).await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let passed = client.response(false).await;
+    assert_eq!(passed.status(), 200, "{}", passed.head);
+    assert_eq!(passed.body, body);
+    client
+        .send(b"GET /b HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        .await;
+    let compressed = client.response(false).await;
+    assert_eq!(compressed.status(), 200, "{}", compressed.head);
+    assert_eq!(gunzip(&compressed.body), body);
+}
