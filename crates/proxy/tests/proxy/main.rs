@@ -8,6 +8,7 @@ mod counted_errors;
 mod framing;
 mod logging;
 mod operations;
+mod origin_limits;
 mod raw;
 mod recoding;
 mod robustness;

@@ -128,7 +128,11 @@ pub struct Origin {
 
 impl Origin {
     pub async fn start() -> Origin {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind origin");
+        Origin::serve(TcpListener::bind("127.0.0.1:0").await.expect("bind origin"))
+    }
+
+    /// The origin on a listener the caller made.
+    pub fn serve(listener: TcpListener) -> Origin {
         let addr = listener.local_addr().expect("origin address");
         let connections = Arc::new(AtomicUsize::new(0));
         let hits = Arc::new(AtomicUsize::new(0));
@@ -193,8 +197,15 @@ pub fn upstream(addr: SocketAddr) -> Upstream {
 /// bound but never listens, so no other test's listener can take the port meanwhile (a port
 /// that is merely closed could be handed to a parallel test's server).
 pub struct DeadPort {
-    _socket: tokio::net::TcpSocket,
+    socket: tokio::net::TcpSocket,
     pub addr: SocketAddr,
+}
+
+impl DeadPort {
+    /// Brings the port to life: an [`Origin`] listens on it from now on.
+    pub fn revive(self) -> Origin {
+        Origin::serve(self.socket.listen(64).expect("listen on the dead port"))
+    }
 }
 
 pub async fn dead_addr() -> DeadPort {
@@ -203,10 +214,7 @@ pub async fn dead_addr() -> DeadPort {
         .bind("127.0.0.1:0".parse().expect("valid"))
         .expect("bind");
     let addr = socket.local_addr().expect("address");
-    DeadPort {
-        _socket: socket,
-        addr,
-    }
+    DeadPort { socket, addr }
 }
 
 fn full(data: impl Into<Bytes>) -> OriginBody {
