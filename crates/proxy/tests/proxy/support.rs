@@ -533,13 +533,28 @@ pub async fn fetch(
     (parts, body)
 }
 
-/// Writes `raw` on a new connection and reads until the proxy closes it (or `limit`).
+/// Writes `raw` on a new connection and reads until the proxy closes it.
+///
+/// # Panics
+///
+/// When the proxy has not closed the connection within `limit`: every caller expects the
+/// close (an error answer, `Connection: close`, a close-delimited body), and a test that did
+/// not see it would claim more than it checked.
 pub async fn raw_exchange(addr: SocketAddr, raw: &[u8], limit: Duration) -> Vec<u8> {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(raw).await.expect("write");
     let mut out = Vec::new();
-    let _ = tokio::time::timeout(limit, stream.read_to_end(&mut out)).await;
-    out
+    match tokio::time::timeout(limit, stream.read_to_end(&mut out)).await {
+        Ok(Ok(_)) => out,
+        // A reset after the answer still closes the connection (the proxy may close with
+        // unread request bytes, which makes the kernel send RST).
+        Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionReset => out,
+        Ok(Err(e)) => panic!("reading the answer: {e}"),
+        Err(_) => panic!(
+            "the proxy did not close the connection within {limit:?}; got {:?}",
+            String::from_utf8_lossy(&out)
+        ),
+    }
 }
 
 /// Splits a raw HTTP/1 response into its head (as text) and body.
