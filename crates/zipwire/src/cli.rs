@@ -8,7 +8,7 @@ use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
 use http::uri::Authority;
 
 use crate::gzip::FileArgs;
-use crate::proxy::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
+use crate::proxy::{parse_duration, parse_percent, parse_size, parse_socket_addr, parse_upstream};
 use crate::tunnel::TunnelArgs;
 
 /// Compression offload for data in transit.
@@ -111,6 +111,11 @@ pub struct ProxyArgs {
     /// Total bytes of compression buffers [default: no limit]
     #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
     pub max_memory: Option<u64>,
+
+    /// Longest pause between two reads of a request body before the upload is abandoned (408)
+    /// [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub client_body_timeout: Option<std::time::Duration>,
 
     /// Check the configuration, print the effective configuration (every key, defaults
     /// included) and exit.

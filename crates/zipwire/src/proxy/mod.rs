@@ -22,10 +22,12 @@ use anyhow::Context as _;
 use zipwire_proxy::ProxyConfig;
 
 use crate::cli::ProxyArgs;
-use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig};
+use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig, RawTimeouts};
 
 pub use self::render::render;
-pub use self::value::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
+pub use self::value::{
+    parse_duration, parse_percent, parse_size, parse_socket_addr, parse_upstream,
+};
 
 /// Runs `zipwire proxy --check`: validates the configuration and writes the effective
 /// configuration to `out`. (clap requires `--check` until the server is wired to this
@@ -114,6 +116,12 @@ fn flags(args: &ProxyArgs) -> RawConfig {
             max_rate: args.max_rate.map(quantity),
             max_memory: args.max_memory.map(quantity),
             ..RawBudget::default()
+        },
+        timeouts: RawTimeouts {
+            client_body: args
+                .client_body_timeout
+                .map(|t| Quantity::Text(self::value::format_duration(t))),
+            ..RawTimeouts::default()
         },
         ..RawConfig::default()
     }
