@@ -35,6 +35,21 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// Whether a message's transfer coding, if any, is `chunked` alone: the only one the proxy
+/// reads. hyper reads a body whose codings end in `chunked` by its chunks and any other
+/// until the connection closes, leaving the other codings on the bytes; forwarding those
+/// bytes once `Transfer-Encoding` is removed would pass them off as the content.
+pub(crate) fn is_chunked_or_none(headers: &HeaderMap) -> bool {
+    if !headers.contains_key(TRANSFER_ENCODING) {
+        return true;
+    }
+    let mut codings = list::elements(headers.get_all(TRANSFER_ENCODING));
+    matches!(
+        (codings.next(), codings.next()),
+        (Some(coding), None) if coding.eq_ignore_ascii_case(b"chunked")
+    )
+}
+
 /// Appends the client address to `X-Forwarded-For`, merging earlier lines into one so that
 /// applications reading a single line see every hop.
 pub(crate) fn add_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {
@@ -121,6 +136,26 @@ mod tests {
         strip_hop_by_hop(&mut map);
         let left: Vec<_> = map.keys().map(HeaderName::as_str).collect();
         assert_eq!(left, ["trailer", "cookie"]);
+    }
+
+    #[test]
+    fn only_chunked_alone_is_a_transfer_coding_read() {
+        let rows: &[(&[&str], bool)] = &[
+            (&[], true),
+            (&["chunked"], true),
+            (&["Chunked"], true),
+            (&["gzip, chunked"], false),
+            (&["gzip", "chunked"], false),
+            (&["chunked, chunked"], false),
+            (&["gzip"], false),
+        ];
+        for (lines, expected) in rows {
+            let mut map = HeaderMap::new();
+            for line in *lines {
+                map.append(TRANSFER_ENCODING, HeaderValue::from_static(line));
+            }
+            assert_eq!(is_chunked_or_none(&map), *expected, "{lines:?}");
+        }
     }
 
     #[test]

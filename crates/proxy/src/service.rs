@@ -38,7 +38,6 @@ use crate::error::{ProxyError, Side};
 use crate::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::forward::{self, ViaEntries};
 use crate::headers;
-use crate::list;
 use crate::negotiate::Coding;
 use crate::outgoing::{AccessLog, ResponseBody};
 use crate::rules::{decide, Bypass, Decision, Payload, Vary};
@@ -448,18 +447,13 @@ fn check_host(request: &RequestParts) -> Result<(), ProxyError> {
 }
 
 /// 501 for a request whose transfer coding is anything but `chunked` alone (RFC 9112 §6.1; as
-/// nginx): hyper reads a `gzip, chunked` body by its chunks, and forwarding the result would
-/// pass coded bytes off as the content.
+/// nginx), see [`forward::is_chunked_or_none`].
 fn check_transfer_coding(request: &RequestParts) -> Result<(), ProxyError> {
-    if !request.headers.contains_key(TRANSFER_ENCODING) {
+    if forward::is_chunked_or_none(&request.headers) {
         return Ok(());
     }
-    let mut codings = list::elements(request.headers.get_all(TRANSFER_ENCODING));
-    match (codings.next(), codings.next()) {
-        (Some(coding), None) if coding.eq_ignore_ascii_case(b"chunked") => Ok(()),
-        _ => Err(ProxyError::Refused {
-            status: StatusCode::NOT_IMPLEMENTED,
-            reason: "transfer coding other than chunked",
-        }),
-    }
+    Err(ProxyError::Refused {
+        status: StatusCode::NOT_IMPLEMENTED,
+        reason: "transfer coding other than chunked",
+    })
 }

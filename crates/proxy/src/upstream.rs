@@ -24,6 +24,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::{debug, warn};
 
 use crate::error::ProxyError;
+use crate::forward;
 use crate::read_timeout::ReadTimeout;
 use crate::replay::{Replay, ReplayBody};
 use crate::request_body::{self, RequestBody, Sent};
@@ -122,6 +123,13 @@ impl Upstreams {
                 self.response_timeout,
             );
             match outcome.await {
+                Ok(Ok(response)) if !forward::is_chunked_or_none(response.headers()) => {
+                    // Dropped unread, the connection is closed rather than pooled.
+                    return Err(ProxyError::Upstream {
+                        upstream: authority,
+                        source: "response transfer coding other than chunked".into(),
+                    });
+                }
                 Ok(Ok(response)) => {
                     let limit = self.response_timeout;
                     return Ok(response.map(|body| ReadTimeout::new(body, authority, limit)));

@@ -9,7 +9,7 @@ use http::uri::Authority;
 
 use crate::gzip::FileArgs;
 use crate::tunnel::TunnelArgs;
-use crate::value::{parse_percent, parse_size, parse_socket_addr, parse_upstream};
+use crate::value::{parse_duration, parse_percent, parse_size, parse_socket_addr, parse_upstream};
 
 /// Compression offload for data in transit.
 #[derive(Debug, Parser)]
@@ -111,6 +111,11 @@ pub struct ProxyArgs {
     /// Total bytes of compression buffers [default: no limit]
     #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
     pub max_memory: Option<u64>,
+
+    /// Longest pause between two reads of a request body before the upload is abandoned (408)
+    /// [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub client_body_timeout: Option<std::time::Duration>,
 
     /// Check the configuration, print the effective configuration (every key, defaults
     /// included) and exit.

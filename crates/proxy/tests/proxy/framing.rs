@@ -52,6 +52,27 @@ async fn chunked_coding_overrides_a_content_length_from_upstream() {
 }
 
 #[tokio::test]
+async fn a_response_transfer_coding_other_than_chunked_gets_502() {
+    let mut reply =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+            .to_vec();
+    let coded = zipwire_codec::compress(
+        zipwire_codec::Format::Gzip,
+        zipwire_codec::Level::DEFAULT,
+        &html(2_000),
+    );
+    reply.extend_from_slice(&chunked(&coded, 500));
+    let origin = RawOrigin::replying(reply).await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let response = client.response(false).await;
+    // Never the coded bytes passed off as the content.
+    assert_eq!(response.status(), 502, "{}", response.head);
+    assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 1);
+}
+
+#[tokio::test]
 async fn an_http_10_origin_does_not_downgrade_an_http_11_client() {
     let body = noise(3_000);
     let mut reply = b"HTTP/1.0 200 OK\r\nContent-Type: image/png\r\n\r\n".to_vec();

@@ -21,7 +21,7 @@ use anyhow::Context as _;
 use zipwire_proxy::ProxyConfig;
 
 use crate::cli::ProxyArgs;
-use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig};
+use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig, RawTimeouts};
 
 pub use self::render::render;
 
@@ -112,6 +112,12 @@ fn flags(args: &ProxyArgs) -> RawConfig {
             max_rate: args.max_rate.map(quantity),
             max_memory: args.max_memory.map(quantity),
             ..RawBudget::default()
+        },
+        timeouts: RawTimeouts {
+            client_body: args
+                .client_body_timeout
+                .map(|t| Quantity::Text(crate::value::format_duration(t))),
+            ..RawTimeouts::default()
         },
         ..RawConfig::default()
     }

@@ -98,6 +98,8 @@ pub struct RawForwarding {
 pub struct RawTimeouts {
     /// `header_read`.
     pub header_read: Option<Quantity>,
+    /// `client_body`.
+    pub client_body: Option<Quantity>,
     /// `upstream_connect`.
     pub upstream_connect: Option<Quantity>,
     /// `upstream_response`.
@@ -177,6 +179,7 @@ impl RawConfig {
             },
             timeouts: RawTimeouts {
                 header_read: top.timeouts.header_read.or(self.timeouts.header_read),
+                client_body: top.timeouts.client_body.or(self.timeouts.client_body),
                 upstream_connect: top
                     .timeouts
                     .upstream_connect

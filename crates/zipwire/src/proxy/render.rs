@@ -110,6 +110,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     writeln!(out, "\n[timeouts]")?;
     for (key, duration) in [
         ("header_read", timeouts.header_read),
+        ("client_body", timeouts.client_body),
         ("upstream_connect", timeouts.upstream_connect),
         ("upstream_response", timeouts.upstream_response),
         ("idle", timeouts.idle),

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 29);
+    assert_eq!(example.len(), 30);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -158,6 +158,7 @@ fn every_key_is_applied() {
         via = ""
         [timeouts]
         header_read = "5s"
+        client_body = "20s"
         upstream_connect = "1s"
         upstream_response = "2m"
         idle = "90s"
@@ -198,6 +199,7 @@ fn every_key_is_applied() {
     assert_eq!(config.forwarding.via, None);
     let t = &config.timeouts;
     assert_eq!(t.header_read, Duration::from_secs(5));
+    assert_eq!(t.client_body, Duration::from_secs(20));
     assert_eq!(t.upstream_connect, Duration::from_secs(1));
     assert_eq!(t.upstream_response, Duration::from_secs(120));
     assert_eq!(t.idle, Duration::from_secs(90));
@@ -219,6 +221,7 @@ fn defaults_render_and_read_back() {
     assert!(text.contains("\n# admin: off\n"), "{text}");
     assert!(text.contains("\ncoalesce = \"64KiB\"\n"), "{text}");
     assert!(text.contains("\nheader_read = \"10s\"\n"), "{text}");
+    assert!(text.contains("\nclient_body = \"1m\"\n"), "{text}");
 }
 
 #[test]
@@ -356,6 +359,8 @@ fn flags_override_the_file() {
             "--max-memory",
             "64MiB",
             "--no-access-log",
+            "--client-body-timeout",
+            "15s",
         ],
     )
     .expect("valid");
@@ -372,6 +377,7 @@ fn flags_override_the_file() {
     assert_eq!(config.budget.max_rate, Some(10 << 20));
     assert_eq!(config.budget.max_memory, Some(64 << 20));
     assert!(!config.access_log);
+    assert_eq!(config.timeouts.client_body, Duration::from_secs(15));
     // What no flag set stays as the file said.
     assert!(!config.compression.offload);
 
@@ -404,6 +410,7 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         (&["--max-cpu", "0"], "is not a positive percentage"),
         (&["--max-rate", "0"], "must be above zero"),
         (&["--max-memory", "lots"], "is not a size"),
+        (&["--client-body-timeout", "5"], "is not a duration"),
     ];
     for (flag_list, expected) in rows {
         let err = proxy_args(flag_list)

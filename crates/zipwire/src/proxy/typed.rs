@@ -171,6 +171,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
         if let Some(t) = &raw_timeouts.header_read {
             timeouts.header_read = positive_duration("timeouts.header_read", t)?;
         }
+        if let Some(t) = &raw_timeouts.client_body {
+            timeouts.client_body = positive_duration("timeouts.client_body", t)?;
+        }
         if let Some(t) = &raw_timeouts.upstream_connect {
             timeouts.upstream_connect = positive_duration("timeouts.upstream_connect", t)?;
         }
