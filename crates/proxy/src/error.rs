@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use http::uri::Authority;
 use http::StatusCode;
+use zipwire_codec::DecodeError;
 
 /// Who caused an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +105,10 @@ pub enum ProxyError {
         /// The time it was given.
         after: Duration,
     },
+    /// The upstream's gzip body, decoded for a client that does not accept gzip, failed
+    /// before anything was sent: it does not decode, or it decodes past
+    /// [`Compression::gunzip_max_output`](crate::Compression::gunzip_max_output).
+    Gunzip(DecodeError),
 }
 
 impl ProxyError {
@@ -117,7 +122,8 @@ impl ProxyError {
             ProxyError::AllDown
             | ProxyError::Connect { .. }
             | ProxyError::Upstream { .. }
-            | ProxyError::UpstreamTimeout { .. } => Side::Upstream,
+            | ProxyError::UpstreamTimeout { .. }
+            | ProxyError::Gunzip(_) => Side::Upstream,
             ProxyError::Bind { .. } | ProxyError::Runtime(_) | ProxyError::NoUpstreams => {
                 Side::Internal
             }
@@ -167,6 +173,7 @@ impl fmt::Display for ProxyError {
             ProxyError::UpstreamTimeout { upstream, after } => {
                 write!(f, "upstream {upstream} sent nothing for {after:?}")
             }
+            ProxyError::Gunzip(error) => describe_gunzip_failure(error, f),
         }
     }
 }
@@ -178,6 +185,7 @@ impl StdError for ProxyError {
             ProxyError::Connect { source, .. }
             | ProxyError::Upstream { source, .. }
             | ProxyError::ClientBody { source } => Some(source.as_ref()),
+            ProxyError::Gunzip(error) => Some(error),
             ProxyError::NoUpstreams
             | ProxyError::BadRequest { .. }
             | ProxyError::Refused { .. }
@@ -185,6 +193,21 @@ impl StdError for ProxyError {
             | ProxyError::AllDown
             | ProxyError::UpstreamTimeout { .. } => None,
         }
+    }
+}
+
+/// What went wrong decoding an upstream's gzip body: the size cap is named as such, as an
+/// operator who sees it has a setting to change, not a broken origin to chase.
+pub(crate) fn describe_gunzip_failure(
+    error: &DecodeError,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    match error {
+        DecodeError::LimitExceeded { limit } => write!(
+            f,
+            "upstream gzip body decodes past compression.gunzip_max_output ({limit} bytes)"
+        ),
+        _ => f.write_str("upstream gzip body does not decode"),
     }
 }
 
@@ -250,6 +273,11 @@ mod tests {
                 },
                 Side::Upstream,
                 StatusCode::GATEWAY_TIMEOUT,
+            ),
+            (
+                ProxyError::Gunzip(DecodeError::Truncated),
+                Side::Upstream,
+                StatusCode::BAD_GATEWAY,
             ),
             (
                 ProxyError::NoUpstreams,

@@ -166,10 +166,16 @@ impl ResponseBody {
         }
     }
 
-    /// Gives back, with its log, a body whose upstream failed before anything was sent, so
-    /// that the client gets 502 or 504 rather than a head and a cut connection.
+    /// Gives back, with its log, a body whose upstream failed (or whose gzip did not decode)
+    /// before anything was sent, so that the client gets 502 or 504 rather than a head and a
+    /// cut connection.
     pub(crate) fn failed_early(self) -> Result<ResponseBody, Box<(ProxyError, AccessLog)>> {
         match self.held {
+            Some(Some(Err(BodyError::Decode(error)))) => {
+                let mut log = self.log;
+                log.transform = Transform::None;
+                Err(Box::new((ProxyError::Gunzip(error), log)))
+            }
             Some(Some(Err(BodyError::Upstream(error)))) => match error.downcast() {
                 Ok(error) => {
                     let error: Box<UpstreamBodyError> = error;

@@ -184,6 +184,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn hitting_the_size_cap_is_reported_as_the_cap() {
+        let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, &text(50_000));
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(Frame::data(Bytes::from(gz)))];
+        let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+        let limits = Limits {
+            max_output: Some(10_000),
+            max_ratio: None,
+        };
+        let body = DecompressBody::new(upstream, limits, Arc::new(BodyMeter::default()));
+        let error = body.collect().await.expect_err("over the cap");
+        assert!(
+            matches!(
+                error,
+                BodyError::Decode(DecodeError::LimitExceeded { limit: 10_000 })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "upstream gzip body decodes past compression.gunzip_max_output (10000 bytes)"
+        );
+    }
+
+    #[tokio::test]
     async fn truncated_or_corrupt_gzip_upstream_is_an_error() {
         let data = text(50_000);
         let gz = zipwire_codec::compress(Format::Gzip, Level::FASTEST, &data);
@@ -198,8 +222,9 @@ mod tests {
             let upstream = http_body_util::StreamBody::new(futures_iter(frames));
             let body =
                 DecompressBody::new(upstream, Limits::default(), Arc::new(BodyMeter::default()));
-            let result = body.collect().await;
-            assert!(matches!(result, Err(BodyError::Decode(_))), "{name}");
+            let error = body.collect().await.expect_err(name);
+            assert!(matches!(error, BodyError::Decode(_)), "{name}");
+            assert_eq!(error.to_string(), "upstream gzip body does not decode");
         }
     }
 }

@@ -114,7 +114,7 @@ impl fmt::Display for BodyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BodyError::Upstream(e) => write!(f, "upstream body failed: {e}"),
-            BodyError::Decode(_) => f.write_str("upstream gzip body does not decode"),
+            BodyError::Decode(e) => crate::error::describe_gunzip_failure(e, f),
         }
     }
 }

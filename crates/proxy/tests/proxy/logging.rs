@@ -9,7 +9,7 @@ use crate::support::*;
 
 /// Collects everything the subscriber writes.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(pub(crate) Arc<Mutex<Vec<u8>>>);
 
 impl io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -34,7 +34,7 @@ impl<'a> MakeWriter<'a> for Captured {
 ///
 /// Not a scoped `set_default`: with a single scoped subscriber, tracing caches a callsite's
 /// interest from whichever thread reaches it first, and other tests run in parallel.
-fn captured() -> &'static Captured {
+pub(crate) fn captured() -> &'static Captured {
     static CAPTURED: OnceLock<Captured> = OnceLock::new();
     CAPTURED.get_or_init(|| {
         let captured = Captured::default();

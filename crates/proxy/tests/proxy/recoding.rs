@@ -198,3 +198,97 @@ async fn a_304_carries_the_etag_and_vary_of_the_200_it_stands_for() {
     );
     assert_eq!(validators(&heads[1]), validators(&heads[0]), "{}", heads[1]);
 }
+
+/// A gzip response of `body` (coded as given), framed by `Content-Length`.
+fn gzip_response(body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding: gzip\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A request from a client that does not accept gzip.
+fn identity_request(path: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n"
+    )
+}
+
+#[tokio::test]
+async fn a_gzip_body_that_does_not_decode_before_the_head_gets_502() {
+    let origin = RawOrigin::start(gzip_response(b"this is not gzip at all")).await;
+    let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+    let raw = raw_exchange(proxy.addr, identity_request("/").as_bytes(), LIMIT).await;
+    assert!(
+        raw.starts_with(b"HTTP/1.1 502 "),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 1);
+}
+
+#[tokio::test]
+async fn hitting_the_gunzip_cap_before_the_head_gets_502_logged_as_the_cap() {
+    let captured = crate::logging::captured();
+    let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &html(200_000));
+    let origin = RawOrigin::start(gzip_response(&gz)).await;
+    let proxy = Proxy::start(vec![upstream(origin.addr)], |config| {
+        config.compression.gunzip_max_output = 10_000;
+    })
+    .await;
+    let path = "/gunzip-capped";
+    let raw = raw_exchange(proxy.addr, identity_request(path).as_bytes(), LIMIT).await;
+    assert!(
+        raw.starts_with(b"HTTP/1.1 502 "),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    let log = String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    // The warning names no path, but its connection span names the client's peer, as the
+    // access line does.
+    let access = log
+        .lines()
+        .find(|line| line.contains(&format!("path={path} ")))
+        .unwrap_or_else(|| panic!("no access line for {path}:\n{log}"));
+    let peer = access
+        .split_whitespace()
+        .find(|word| word.starts_with("peer="))
+        .expect("a connection span");
+    let line = log
+        .lines()
+        .find(|line| line.contains(peer) && line.contains("upstream failed"))
+        .unwrap_or_else(|| panic!("no warning for {path}:\n{log}"));
+    assert!(
+        line.contains("decodes past compression.gunzip_max_output (10000 bytes)"),
+        "{line}"
+    );
+    assert!(!line.contains("does not decode"), "{line}");
+}
+
+#[tokio::test]
+async fn a_gzip_body_failing_mid_stream_never_looks_complete() {
+    let page = html(300_000);
+    let mut gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &page);
+    // The CRC in the gzip trailer: every byte decodes, and the check fails at the very end.
+    let crc = gz.len() - 8;
+    gz[crc] ^= 0xff;
+    let origin = RawOrigin::start(gzip_response(&gz)).await;
+    let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+    let raw = raw_exchange(proxy.addr, identity_request("/").as_bytes(), LIMIT).await;
+    let (head, body) = split_head(&raw);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    let (data, _, ended) = dechunk(body);
+    assert!(
+        !ended,
+        "a chunked body ended cleanly after a decode failure"
+    );
+    assert!(
+        page.starts_with(&data),
+        "what was sent is a prefix of the page"
+    );
+}
