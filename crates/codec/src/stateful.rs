@@ -25,6 +25,8 @@ const MIN_RESERVE: usize = 4 * 1024;
 pub struct StatefulEncoder {
     deflate: Compress,
     framer: Framer,
+    /// The rest of the stream goes out as stored blocks ([`StatefulEncoder::store_rest`]).
+    storing: bool,
 }
 
 impl StatefulEncoder {
@@ -34,7 +36,25 @@ impl StatefulEncoder {
         StatefulEncoder {
             deflate: Compress::new(Compression::new(u32::from(level.get())), false),
             framer: Framer::new(format, level.get()),
+            storing: false,
         }
+    }
+
+    /// Writes the rest of the stream as stored blocks, from the next call on: the step-down a
+    /// compression budget asks of a running stream, which then costs a copy and no more.
+    ///
+    /// One way, unlike the stateless encoder's [`crate::Encoder::set_store_only`]: zlib-rs's
+    /// window does not hold the stored bytes, so it cannot compress after them, and zlib's own
+    /// way to change level (`deflateParams`, flate2's `set_level`) fails once data has gone
+    /// through (flate2 calls it with no output buffer, which the flush it needs refuses). Every
+    /// call ends with a sync flush, so the stored blocks start on a block boundary.
+    pub fn store_rest(&mut self) {
+        self.storing = true;
+    }
+
+    /// Whether [`StatefulEncoder::store_rest`] was called.
+    pub fn is_storing(&self) -> bool {
+        self.storing
     }
 
     /// Does not write the format's header: the caller writes its own (a gzip header with a file
@@ -69,7 +89,11 @@ impl StatefulEncoder {
     /// [`EncodeError::Finished`] after [`StatefulEncoder::finish`].
     pub fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
         self.framer.start_call(input, out)?;
-        if !input.is_empty() {
+        if self.storing {
+            if !input.is_empty() {
+                crate::encode::append_stored(input, false, out);
+            }
+        } else if !input.is_empty() {
             self.run(input, out, FlushCompress::Sync);
         }
         Ok(())
@@ -82,7 +106,11 @@ impl StatefulEncoder {
     /// [`EncodeError::Finished`] if called twice; nothing is written then.
     pub fn finish(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
         self.framer.start_call(input, out)?;
-        self.run(input, out, FlushCompress::Finish);
+        if self.storing {
+            crate::encode::append_stored(input, true, out);
+        } else {
+            self.run(input, out, FlushCompress::Finish);
+        }
         self.framer.finish(out);
         Ok(())
     }
@@ -120,6 +148,7 @@ impl std::fmt::Debug for StatefulEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StatefulEncoder")
             .field("framer", &self.framer)
+            .field("storing", &self.storing)
             .finish_non_exhaustive()
     }
 }
@@ -261,6 +290,41 @@ mod tests {
         assert_eq!(enc.finish(b"more", &mut wire), Err(EncodeError::Finished));
         assert_eq!(wire.len(), len);
         assert_eq!(enc.total_in(), 1);
+    }
+
+    #[test]
+    fn a_running_stream_stores_the_rest_when_asked() -> std::io::Result<()> {
+        let text: Vec<u8> = b"stored blocks carry the bytes as they are; ".repeat(3_000);
+        for format in Format::ALL {
+            for stored_from in 0..3 {
+                let mut enc = StatefulEncoder::new(format, level(6));
+                let mut wire = Vec::new();
+                let mut sizes = Vec::new();
+                for call in 0..3 {
+                    if call == stored_from {
+                        enc.store_rest();
+                    }
+                    let before = wire.len();
+                    if call == 2 {
+                        enc.finish(&text, &mut wire)
+                    } else {
+                        enc.encode(&text, &mut wire)
+                    }
+                    .map_err(std::io::Error::other)?;
+                    sizes.push(wire.len() - before);
+                }
+                for (call, size) in sizes.iter().enumerate() {
+                    if call < stored_from {
+                        assert!(size * 20 < text.len(), "{format:?} {sizes:?}");
+                    } else {
+                        assert!(*size > text.len(), "{format:?} {sizes:?}");
+                    }
+                }
+                assert!(enc.is_storing());
+                assert_eq!(flate2_decode(format, &wire)?, text.repeat(3), "{format:?}");
+            }
+        }
+        Ok(())
     }
 
     #[test]

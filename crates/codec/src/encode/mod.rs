@@ -127,6 +127,15 @@ impl Encoder {
     }
 }
 
+/// Appends `input` as stored blocks, the last one final when `is_final`, to a raw deflate
+/// stream in `out` that stands at a byte-aligned block boundary (after a sync flush): the
+/// stateful encoder's step-down.
+pub(crate) fn append_stored(input: &[u8], is_final: bool, out: &mut Vec<u8>) {
+    let mut w = bits::BitWriter::new(out);
+    block::write_stored(&mut w, input, is_final);
+    w.finish();
+}
+
 /// One-shot compression of `input` at any level (1-3 stateless, 4-9 through zlib-rs).
 pub fn compress(format: Format, level: Level, input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len() / 2 + 64);
