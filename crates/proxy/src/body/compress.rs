@@ -30,8 +30,9 @@ pub enum BodyEncoder {
     /// Levels 1-3: a few bytes of state per stream; each call is compressed on its own, so
     /// [`FlushPolicy::coalesce`] sets the ratio. Follows the step-down switch.
     Stateless(Encoder),
-    /// Levels 4-9: about 256 KB per stream; later calls refer back to earlier data. Keeps its
-    /// level when the step-down switch is set (zlib-rs has no stored-only mode here).
+    /// Levels 4-9: about 256 KB per stream; later calls refer back to earlier data. Follows
+    /// the step-down switch one way: once it is seen set, the rest of the body goes out as
+    /// stored blocks ([`StatefulEncoder::store_rest`]), even if the budget recovers.
     Stateful(StatefulEncoder),
 }
 
@@ -112,7 +113,8 @@ impl<B: Body> CompressBody<B> {
     }
 
     /// Follows a budget's step-down switch: while it is set, calls of a stateless encoder write
-    /// stored blocks.
+    /// stored blocks; a stateful encoder (levels 4-9) writes the rest of the body as stored
+    /// blocks once it has seen the switch set.
     pub fn with_step_down(mut self, store_only: Arc<AtomicBool>) -> CompressBody<B> {
         self.store_only = Some(store_only);
         self
@@ -210,6 +212,13 @@ impl<B: Body> CompressBody<B> {
                 })
             }
             BodyEncoder::Stateful(encoder) => {
+                if self
+                    .store_only
+                    .as_ref()
+                    .is_some_and(|flag| flag.load(Ordering::Relaxed))
+                {
+                    encoder.store_rest();
+                }
                 if is_final {
                     encoder.finish(&self.pending, &mut out)
                 } else {

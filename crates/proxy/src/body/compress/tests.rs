@@ -355,6 +355,58 @@ async fn step_down_switches_running_streams_to_stored_blocks() {
     assert_eq!(gunzip(&wire), data);
 }
 
+/// The budget flips while a body is half sent: the calls made before go out compressed, the
+/// rest of that body as stored blocks, at a stateless and at a stateful level alike, and the
+/// whole still decodes.
+#[tokio::test]
+async fn step_down_mid_body_stores_the_rest_of_a_running_stream() {
+    const CALL: usize = 50_000;
+    let data = text(4 * CALL);
+    for level in [Level::FAST, Level::DEFAULT] {
+        let (tx, upstream) = channel();
+        let flag = Arc::new(AtomicBool::new(false));
+        let policy = FlushPolicy {
+            coalesce: CALL,
+            delay: Duration::from_secs(10),
+        };
+        let encoder = BodyEncoder::new(Format::Gzip, level);
+        let meter = Arc::new(BodyMeter::default());
+        let mut body = Box::pin(
+            CompressBody::new(upstream, encoder, policy, meter).with_step_down(flag.clone()),
+        );
+        let mut sizes = Vec::new();
+        for (i, chunk) in data.chunks(CALL).enumerate() {
+            if i == 2 {
+                flag.store(true, Ordering::Relaxed);
+            }
+            tx.send(Ok(Frame::data(Bytes::copy_from_slice(chunk))))
+                .await
+                .expect("body alive");
+            if i == 3 {
+                drop(tx);
+                break;
+            }
+            let frame = body.frame().await.expect("a frame").expect("no error");
+            sizes.push(frame.into_data().expect("data"));
+        }
+        while let Some(frame) = body.frame().await {
+            sizes.push(frame.expect("no error").into_data().expect("data"));
+        }
+        let lens: Vec<usize> = sizes.iter().map(Bytes::len).collect();
+        assert!(
+            lens[0] * 4 < CALL && lens[1] * 4 < CALL,
+            "{level:?}: compressed before the flip: {lens:?}"
+        );
+        let after: usize = lens[2..].iter().sum();
+        assert!(
+            after > 2 * CALL,
+            "{level:?}: stored after the flip: {lens:?}"
+        );
+        let wire: Vec<u8> = sizes.concat();
+        assert_eq!(gunzip(&wire), data, "{level:?}");
+    }
+}
+
 #[tokio::test]
 async fn stateful_levels_stream_through_the_same_body() {
     let data = text(200_000);
