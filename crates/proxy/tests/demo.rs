@@ -269,7 +269,9 @@ async fn load_against_the_site_counts_and_verifies() {
     assert_eq!(report.errors, 0, "{report:?}");
     assert_eq!(report.compressed, 0, "the origin never compresses");
     assert_eq!(report.wire_bytes, report.decoded_bytes);
-    assert!(report.elapsed >= Duration::from_secs(1) && report.elapsed < Duration::from_secs(3));
+    // Stops at its one-second duration; the upper bound only has to tell that from running on,
+    // and leaves a loaded machine room.
+    assert!(report.elapsed >= Duration::from_secs(1) && report.elapsed < Duration::from_secs(5));
     let served = site.served();
     assert_eq!(served.requests, report.requests);
     assert_eq!(served.body_bytes, report.wire_bytes);
@@ -290,7 +292,8 @@ async fn load_stops_at_the_request_budget() {
     let report = run_load(addr, &site, &options).await.unwrap();
     assert_eq!(report.requests, 40, "{report:?}");
     assert_eq!(site.served().requests, 40);
-    assert!(report.elapsed < Duration::from_secs(5));
+    // Stopped by the request budget, long before the 10 s duration.
+    assert!(report.elapsed < Duration::from_secs(8), "{report:?}");
 }
 
 /// Answers like the site, but gzips the compressible pages (as a proxy would).
