@@ -15,22 +15,22 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tracing::{debug, info, warn};
 
 use crate::drain::Drain;
-use crate::handshake::{self, Hello, Status, CODEC_ZSTD};
+use crate::handshake::{self, HandshakeError, Hello, Status};
+use crate::keepalive;
 use crate::relay::{relay, Shared};
+use crate::startups::{Limits, Startup, Startups, Throttle};
 use crate::stats::Stats;
 use crate::tcp_info::LinkProbe;
 use crate::tls;
 
-/// Time allowed for connecting, TLS and the hello.
+/// Time a client allows for connecting, TLS and the hello, and the server for connecting to
+/// its target (the server's own deadline for TLS and the hello is [`Limits::login_grace`]).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Unsent bytes a tunnel socket may hold before writes wait (`TCP_NOTSENT_LOWAT`): small
 /// enough that the writer's queue sees the link's back-pressure, large enough to keep a
 /// fast link busy between two wake-ups.
 pub const NOTSENT_LOWAT: u32 = 32 * 1024;
-
-/// The codecs this build decodes.
-const OUR_CODECS: u8 = CODEC_ZSTD;
 
 /// What both ends share: a bound listener, the token and the endpoint's shared state; `R`
 /// is what one side adds ([`ServerSide`] or [`ClientSide`]).
@@ -47,10 +47,12 @@ pub type Server = Endpoint<ServerSide>;
 /// A tunnel client, bound and ready to run.
 pub type Client = Endpoint<ClientSide>;
 
-/// The server's side: where it forwards and its TLS acceptor.
+/// The server's side: where it forwards, its TLS acceptor and its limits on unauthenticated
+/// connections.
 pub struct ServerSide {
     forward: String,
     tls: TlsAcceptor,
+    limits: Limits,
 }
 
 /// The client's side: the server it connects to and its TLS connector.
@@ -109,7 +111,17 @@ impl Server {
         shared: Shared,
     ) -> io::Result<Server> {
         let tls = TlsAcceptor::from(tls);
-        Endpoint::listen(listen, token, shared, ServerSide { forward, tls }).await
+        let role = ServerSide {
+            forward,
+            tls,
+            limits: Limits::default(),
+        };
+        Endpoint::listen(listen, token, shared, role).await
+    }
+
+    /// Sets the limits on unauthenticated connections (by default [`Limits::default`]).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.role.limits = limits;
     }
 
     /// Accepts connections until the task is dropped.
@@ -118,35 +130,85 @@ impl Server {
     ///
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
-        accept_loop(&self.listener, |tcp, peer| {
-            let tls = self.role.tls.clone();
-            let token = self.token.clone();
-            let forward = self.role.forward.clone();
-            let shared = self.shared.clone();
-            tokio::spawn(async move {
-                serve(tcp, peer, tls, &token, &forward, shared).await;
-            });
-        })
+        let limits = self.role.limits;
+        let startups = Arc::new(Startups::new(limits.max_startups));
+        let mut evictions = Throttle::new(LOG_EVERY);
+        let shed = startups.clone();
+        accept_loop(
+            &self.listener,
+            || shed.evict_oldest(),
+            |tcp, peer| {
+                let (startup, pushed_out) = startups.admit();
+                if pushed_out {
+                    if let Some(held) = evictions.due(std::time::Instant::now()) {
+                        warn!(
+                            max_startups = limits.max_startups,
+                            since_last_warning = held,
+                            "too many unauthenticated connections: evicting the oldest"
+                        );
+                    }
+                }
+                let conn = Conn {
+                    tls: self.role.tls.clone(),
+                    token: self.token.clone(),
+                    forward: self.role.forward.clone(),
+                    shared: self.shared.clone(),
+                    login_grace: limits.login_grace,
+                };
+                tokio::spawn(async move {
+                    serve(tcp, peer, startup, conn).await;
+                });
+            },
+        )
         .await
     }
 }
 
+/// How often a repeated accept-loop warning may be logged.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The shortest and longest pause after accepting failed for want of descriptors.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(500));
+
 /// Accepts connections and hands each to `handle`, riding out transient accept errors (a
-/// client that reset before accept, or running out of file descriptors for a moment).
-async fn accept_loop<F>(listener: &TcpListener, mut handle: F) -> io::Result<()>
+/// client that reset before accept). Out of file descriptors, it calls `shed` (which may
+/// close an unauthenticated connection to free one), pauses with an exponential back-off
+/// and warns once per [`LOG_EVERY`], not once per attempt.
+async fn accept_loop<F, S>(listener: &TcpListener, mut shed: S, mut handle: F) -> io::Result<()>
 where
     F: FnMut(TcpStream, SocketAddr),
+    S: FnMut() -> bool,
 {
+    let mut backoff = BACKOFF.0;
+    let mut exhausted = Throttle::new(LOG_EVERY);
     loop {
         match listener.accept().await {
-            Ok((stream, peer)) => handle(stream, peer),
-            Err(e) if is_transient(&e) => {
-                warn!(error = %e, "accept failed; retrying");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok((stream, peer)) => {
+                backoff = BACKOFF.0;
+                handle(stream, peer);
             }
+            Err(e) if out_of_descriptors(&e) => {
+                let shed_one = shed();
+                if let Some(held) = exhausted.due(std::time::Instant::now()) {
+                    warn!(
+                        error = %e,
+                        failed_since_last_warning = held,
+                        shed_unauthenticated = shed_one,
+                        "out of file descriptors: accepting paused (raise ulimit -n, or lower --max-startups)"
+                    );
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF.1);
+            }
+            Err(e) if is_transient(&e) => debug!(error = %e, "accept failed; retrying"),
             Err(e) => return Err(e),
         }
     }
+}
+
+fn out_of_descriptors(e: &io::Error) -> bool {
+    e.raw_os_error()
+        .is_some_and(|code| code == libc::EMFILE || code == libc::ENFILE)
 }
 
 fn is_transient(e: &io::Error) -> bool {
@@ -155,65 +217,79 @@ fn is_transient(e: &io::Error) -> bool {
         io::ErrorKind::ConnectionAborted
             | io::ErrorKind::ConnectionReset
             | io::ErrorKind::Interrupted
-    ) || e
-        .raw_os_error()
-        .is_some_and(|code| code == 24 || code == 23) // EMFILE, ENFILE
+    )
 }
 
 fn tune(tcp: &TcpStream) {
     let _ = tcp.set_nodelay(true);
+    keepalive::tcp_keepalive(tcp);
     let _ = socket2::SockRef::from(tcp).set_tcp_notsent_lowat(NOTSENT_LOWAT);
 }
 
-async fn serve(
-    tcp: TcpStream,
-    peer: SocketAddr,
+/// What the server's task for one connection needs.
+struct Conn {
     tls: TlsAcceptor,
-    token: &[u8],
-    forward: &str,
+    token: Arc<Vec<u8>>,
+    forward: String,
     shared: Arc<Shared>,
-) {
+    login_grace: Duration,
+}
+
+/// Why an unauthenticated connection did not deliver a hello.
+enum Login {
+    Tls(io::Error),
+    Hello(HandshakeError),
+}
+
+async fn serve(tcp: TcpStream, peer: SocketAddr, mut startup: Startup, conn: Conn) {
     tune(&tcp);
-    let mut stream = match timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => {
-            warn!(%peer, error = %e, "TLS handshake failed; closing");
-            return;
+    // One deadline for TLS and the hello together (ssh's LoginGraceTime), and the place
+    // among the unauthenticated connections held until the hello is in.
+    let login = async {
+        let mut stream = conn.tls.accept(tcp).await.map_err(Login::Tls)?;
+        match Hello::read(&mut stream).await {
+            Ok(hello) => Ok((stream, hello)),
+            Err(HandshakeError::UnknownVersion(v)) => {
+                let _ = stream
+                    .write_all(&handshake::reply(Status::Version, handshake::VERSIONS))
+                    .await;
+                let _ = stream.shutdown().await;
+                Err(Login::Hello(HandshakeError::UnknownVersion(v)))
+            }
+            Err(e) => Err(Login::Hello(e)),
         }
-        Err(_) => {
-            warn!(%peer, "TLS handshake timed out; closing");
+    };
+    let outcome = tokio::select! {
+        outcome = timeout(conn.login_grace, login) => outcome,
+        _ = &mut startup.evicted => {
+            debug!(%peer, "evicted by newer unauthenticated connections; closing");
             return;
         }
     };
-    let hello = match timeout(HANDSHAKE_TIMEOUT, Hello::read(&mut stream)).await {
-        Ok(Ok(hello)) => hello,
-        Ok(Err(e)) => {
-            warn!(%peer, error = %e, "authentication failed: bad hello; closing");
-            return;
-        }
+    drop(startup);
+    let (mut stream, hello) = match outcome {
+        Ok(Ok(done)) => done,
+        Ok(Err(failure)) => return log_login_failure(peer, failure),
         Err(_) => {
-            warn!(%peer, "authentication failed: no hello in time; closing");
+            warn!(%peer, grace_s = conn.login_grace.as_secs_f64(), "no TLS handshake and hello within the login grace time; closing");
             return;
         }
     };
-    if !handshake::token_matches(&hello.token, token) {
+    if !handshake::token_matches(&hello.token, &conn.token) {
         warn!(%peer, "authentication failed: wrong token; closing");
         let _ = stream.write_all(&handshake::reply(Status::Denied, 0)).await;
         let _ = stream.shutdown().await;
         return;
     }
+    let forward = conn.forward.as_str();
     let target = match timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(forward)).await {
         Ok(Ok(target)) => target,
-        Ok(Err(e)) => {
-            warn!(%peer, forward, error = %e, "forward target unreachable");
-            let _ = stream
-                .write_all(&handshake::reply(Status::Unreachable, 0))
-                .await;
-            let _ = stream.shutdown().await;
-            return;
-        }
-        Err(_) => {
-            warn!(%peer, forward, "forward target timed out");
+        failed => {
+            let error = match failed {
+                Ok(Err(e)) => e.to_string(),
+                _ => "timed out".to_owned(),
+            };
+            warn!(%peer, forward, error, "forward target unreachable");
             let _ = stream
                 .write_all(&handshake::reply(Status::Unreachable, 0))
                 .await;
@@ -222,20 +298,45 @@ async fn serve(
         }
     };
     let _ = target.set_nodelay(true);
-    let codecs = hello.codecs & OUR_CODECS;
-    if let Err(e) = stream
-        .write_all(&handshake::reply(Status::Ok, codecs))
-        .await
-    {
+    keepalive::tcp_keepalive(&target);
+    let shared = conn.shared;
+    let reply = handshake::reply(Status::Ok, shared.accepts());
+    if let Err(e) = stream.write_all(&reply).await {
         warn!(%peer, error = %e, "connection lost after authentication");
         return;
     }
     info!(%peer, forward, "tunnel connection authenticated");
     let probe = LinkProbe::new(stream.get_ref().0);
-    match relay(target, stream, probe, codecs & CODEC_ZSTD != 0, shared).await {
+    match relay(target, stream, probe, hello.accepts, shared).await {
         Ok(()) => debug!(%peer, "tunnel connection closed"),
         Err(e) => warn!(%peer, error = %e, "tunnel connection failed"),
     }
+}
+
+/// Logs why a connection ended before authenticating: a client that merely connected and
+/// left is no failed authentication.
+fn log_login_failure(peer: SocketAddr, failure: Login) {
+    match failure {
+        Login::Tls(e) if closed_early(&e) => {
+            debug!(%peer, "connection closed before the TLS handshake");
+        }
+        Login::Tls(e) => warn!(%peer, error = %e, "TLS handshake failed; closing"),
+        Login::Hello(HandshakeError::Io(e)) if closed_early(&e) => {
+            info!(%peer, "connection closed before the hello");
+        }
+        Login::Hello(e @ HandshakeError::UnknownVersion(_)) => {
+            warn!(%peer, error = %e, "hello of another protocol version; told it ours");
+        }
+        Login::Hello(e) => warn!(%peer, error = %e, "authentication failed: bad hello; closing"),
+    }
+}
+
+/// Whether the peer closed (or reset) before sending anything more.
+fn closed_early(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+    )
 }
 
 impl Client {
@@ -261,19 +362,20 @@ impl Client {
     ///
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
-        accept_loop(&self.listener, |local, peer| {
+        accept_loop(&self.listener, || false, |local, peer| {
             let tls = self.role.tls.clone();
             let token = self.token.clone();
             let server = self.role.server.clone();
             let shared = self.shared.clone();
             tokio::spawn(async move {
                 let _ = local.set_nodelay(true);
+                keepalive::tcp_keepalive(&local);
                 // Until the relay has it, a close must not look like a clean, empty stream.
                 let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));
-                match connect(&server, &tls, &token).await {
-                    Ok((stream, zstd)) => {
+                match connect(&server, &tls, &token, shared.accepts()).await {
+                    Ok((stream, peer_accepts)) => {
                         let probe = LinkProbe::new(stream.get_ref().0);
-                        match relay(local, stream, probe, zstd, shared).await {
+                        match relay(local, stream, probe, peer_accepts, shared).await {
                             Ok(()) => debug!(%peer, "forwarded connection closed"),
                             Err(e) => warn!(%peer, error = %e, "forwarded connection failed"),
                         }
@@ -288,29 +390,30 @@ impl Client {
     }
 }
 
-/// Connects, checks the pin (in the TLS config) and authenticates; returns the stream and
-/// whether the server decodes zstd.
+/// Connects, checks the pin (in the TLS config) and authenticates, saying what this end
+/// `accepts`; returns the stream and what the server accepts.
 async fn connect(
     server: &str,
     tls: &TlsConnector,
     token: &[u8],
-) -> io::Result<(tokio_rustls::client::TlsStream<TcpStream>, bool)> {
+    accepts: u8,
+) -> io::Result<(tokio_rustls::client::TlsStream<TcpStream>, u8)> {
     let attempt = async {
         let tcp = TcpStream::connect(server).await?;
         tune(&tcp);
         let mut stream = tls.connect(tls::server_name(), tcp).await?;
         let hello = Hello {
-            codecs: OUR_CODECS,
+            accepts,
             token: token.to_vec(),
         };
         stream
             .write_all(&hello.to_bytes().map_err(io::Error::other)?)
             .await?;
         stream.flush().await?;
-        let codecs = handshake::read_reply(&mut stream)
+        let peer_accepts = handshake::read_reply(&mut stream)
             .await
             .map_err(io::Error::other)?;
-        Ok((stream, codecs & CODEC_ZSTD != 0))
+        Ok((stream, peer_accepts))
     };
     timeout(HANDSHAKE_TIMEOUT, attempt)
         .await

@@ -4,6 +4,8 @@
 //! data   'D' codec:u8 level:u8 raw_len:u32be payload_len:u32be payload
 //! end    'E'                      (this direction is over: half-close)
 //! abort  'A' len:u16be reason     (the sender hit an error: reset the forwarded connection)
+//! ping   'P'                      (are you there? answered by a pong; protocol version 2)
+//! pong   'Q'                      (the answer to a ping; protocol version 2)
 //! ```
 //!
 //! Parsing is pure and bounded: a header names at most [`MAX_PAYLOAD`] payload bytes, and a
@@ -135,6 +137,10 @@ pub enum Head {
     End,
     /// The peer gave up on this connection, for the reason given.
     Abort(String),
+    /// The peer asks for a pong (its keepalive).
+    Ping,
+    /// The answer to our ping.
+    Pong,
 }
 
 /// A frame the peer should not have sent.
@@ -155,6 +161,8 @@ pub enum FrameError {
     },
     /// An abort reason is too long or not UTF-8.
     BadReason,
+    /// A data frame uses a codec this end did not accept in the handshake.
+    NotAccepted(Method),
 }
 
 impl fmt::Display for FrameError {
@@ -171,6 +179,7 @@ impl fmt::Display for FrameError {
                 "frame of {payload_len} payload bytes for {raw_len} bytes of data is outside the limits ({MAX_PAYLOAD}, {MAX_BLOCK})"
             ),
             FrameError::BadReason => f.write_str("abort reason is too long or not UTF-8"),
+            FrameError::NotAccepted(m) => write!(f, "{m} frame, which this end did not accept"),
         }
     }
 }
@@ -217,6 +226,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, FrameError> {
             Ok(Some((Head::Data(header), DATA_HEADER_LEN)))
         }
         b'E' => Ok(Some((Head::End, 1))),
+        b'P' => Ok(Some((Head::Ping, 1))),
+        b'Q' => Ok(Some((Head::Pong, 1))),
         b'A' => {
             let Some(len) = buf.get(1..3) else {
                 return Ok(None);
@@ -239,6 +250,12 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, FrameError> {
 pub fn write_end(out: &mut Vec<u8>) {
     out.push(b'E');
 }
+
+/// A ping frame's bytes.
+pub const PING: &[u8] = b"P";
+
+/// A pong frame's bytes.
+pub const PONG: &[u8] = b"Q";
 
 /// Appends an abort frame to `out`, cutting `reason` to [`MAX_REASON`] bytes on a character
 /// boundary.

@@ -10,7 +10,9 @@
 //!   ([`tls::Fingerprint`]), as ssh's known_hosts pins a host key. [`keygen`] makes the
 //!   certificate, key and token.
 //! - [`handshake`]: the client's token, compared in constant time, before any byte is
-//!   forwarded; codec negotiation.
+//!   forwarded; each end states what it accepts to receive. [`startups`]: the cap on
+//!   unauthenticated connections and their one deadline. [`keepalive`]: TCP keepalive and
+//!   pings that notice a silently dead path.
 //! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
 //! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
 //!   numbers, a sampled entropy, past failures, and the link's pace: the kernel's delivery
@@ -29,7 +31,8 @@
 //! lengths the way CRIME did with TLS compression. Within one connection the usual caveat of
 //! compression over encryption remains: if an attacker can inject chosen bytes into a stream
 //! that also carries a secret and observe the ciphertext lengths, lengths leak; use
-//! `--level raw` for such traffic.
+//! `--level raw` on both ends for such traffic (an end running raw also accepts raw frames
+//! only, so one end suffices to keep what it receives uncompressed).
 //!
 //! # Example
 //!
@@ -37,7 +40,7 @@
 //! # async fn run() -> std::io::Result<()> {
 //! use zipwire_tunnel::{endpoint::Server, policy::Choice, relay::Shared, tls};
 //! let config = tls::server_config("cert.pem".as_ref(), "key.pem".as_ref())?;
-//! let token = zipwire_tunnel::keygen::read_token("token".as_ref())?;
+//! let token = zipwire_tunnel::keygen::read_token("token".as_ref(), false)?;
 //! let shared = Shared::new(Choice::Auto, 128 * 1024, None);
 //! let server = Server::bind("0.0.0.0:7443".parse().unwrap(), "127.0.0.1:22".into(), config, token, shared).await?;
 //! server.run().await
@@ -48,15 +51,19 @@
 #![warn(missing_docs)]
 
 pub mod blocks;
+mod cpu_time;
 pub mod detect;
 pub mod drain;
 pub mod endpoint;
 pub mod frame;
 pub mod handshake;
+pub mod keepalive;
 pub mod keygen;
 pub mod pace_memory;
 pub mod policy;
 pub mod relay;
+mod shared;
+pub mod startups;
 pub mod stats;
 pub mod tcp_info;
 pub mod tls;

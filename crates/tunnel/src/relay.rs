@@ -16,21 +16,22 @@
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
-use zipwire_adapt::Budget;
 
 use crate::blocks::{BlockDecoder, BlockEncoder, BlockError};
-use crate::drain::Drain;
+use crate::cpu_time::Work;
 use crate::frame::{self, FrameError, Head, Method, DATA_HEADER_LEN};
-use crate::pace_memory::PaceMemory;
-use crate::policy::{Choice, Decision, Link, Policy, RawReason, Sent, Signals};
-use crate::stats::Stats;
+use crate::handshake::ACCEPT_ZSTD;
+use crate::keepalive::{self, Heard};
+use crate::policy::{Decision, Link, Policy, RawReason, Sent, Signals};
+pub use crate::shared::Shared;
+use crate::shared::{accepted, choice_for};
 use crate::tcp_info::LinkProbe;
 
 /// Frames the writer's queue holds before the sender waits.
@@ -42,70 +43,6 @@ const INLINE_LIMIT: usize = 16 * 1024;
 
 /// How long the writer may go on flushing (an abort frame, say) once the connection failed.
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
-
-/// What every connection of an endpoint shares.
-pub struct Shared {
-    /// What the user asked for.
-    pub choice: Choice,
-    /// Bytes per block, 16 to 256 KB.
-    pub block_size: usize,
-    /// The endpoint's counters.
-    pub stats: Arc<Stats>,
-    /// The `--max-cpu` budget, if any.
-    pub budget: Option<Mutex<Budget>>,
-    /// The live forwarded connections, and the signal that aborts them on shutdown.
-    pub drain: Arc<Drain>,
-    compress_nanos: AtomicU64,
-    compress_bytes: AtomicU64,
-    pace: Mutex<PaceMemory>,
-}
-
-impl Shared {
-    /// Shared state for an endpoint.
-    pub fn new(choice: Choice, block_size: usize, budget: Option<Budget>) -> Shared {
-        Shared {
-            choice,
-            block_size: block_size.clamp(16 * 1024, frame::MAX_BLOCK),
-            stats: Arc::new(Stats::default()),
-            budget: budget.map(Mutex::new),
-            drain: Arc::new(Drain::default()),
-            compress_nanos: AtomicU64::new(0),
-            compress_bytes: AtomicU64::new(0),
-            pace: Mutex::new(PaceMemory::default()),
-        }
-    }
-
-    fn pace_memory(&self) -> std::sync::MutexGuard<'_, PaceMemory> {
-        self.pace.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Counts a compression against the CPU budget; returns whether the budget is spent.
-    fn spend(&self, time: Duration, bytes: usize) -> bool {
-        let nanos = self
-            .compress_nanos
-            .fetch_add(time.as_nanos() as u64, Ordering::Relaxed)
-            + time.as_nanos() as u64;
-        let total = self
-            .compress_bytes
-            .fetch_add(bytes as u64, Ordering::Relaxed)
-            + bytes as u64;
-        self.throttled_after(Duration::from_nanos(nanos), total)
-    }
-
-    fn throttled(&self) -> bool {
-        let nanos = self.compress_nanos.load(Ordering::Relaxed);
-        let bytes = self.compress_bytes.load(Ordering::Relaxed);
-        self.throttled_after(Duration::from_nanos(nanos), bytes)
-    }
-
-    fn throttled_after(&self, busy: Duration, bytes: u64) -> bool {
-        let Some(budget) = &self.budget else {
-            return false;
-        };
-        let mut budget = budget.lock().unwrap_or_else(PoisonError::into_inner);
-        budget.observe(Instant::now(), busy, bytes).is_throttled()
-    }
-}
 
 /// Why a forwarded connection ended badly.
 #[derive(Debug)]
@@ -124,6 +61,8 @@ pub enum RelayError {
     Frame(FrameError),
     /// The peer sent a frame that does not decode.
     Block(BlockError),
+    /// The peer stayed silent through the keepalive's pings for this long.
+    PeerSilent(Duration),
     /// The endpoint is shutting down and its grace period is over.
     Shutdown,
     /// Another loop of the connection failed first.
@@ -141,6 +80,11 @@ impl fmt::Display for RelayError {
             RelayError::Frame(e) => write!(f, "malformed frame from the peer: {e}"),
             RelayError::Block(e) => write!(f, "bad frame from the peer: {e}"),
             RelayError::Shutdown => f.write_str("tunnel endpoint shutting down"),
+            RelayError::PeerSilent(silence) => write!(
+                f,
+                "tunnel peer silent for {:.1} s despite pings: declared dead",
+                silence.as_secs_f64()
+            ),
             RelayError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -198,11 +142,13 @@ enum Outgoing {
     Frame(Vec<u8>),
     End,
     Abort(String),
+    Ping,
+    Pong,
 }
 
-/// Carries `local` over `tunnel` until both directions have ended, or one fails; `zstd` says
-/// whether the peer decodes zstd frames, and `probe` reads the kernel's view of the tunnel's
-/// TCP connection for the policy.
+/// Carries `local` over `tunnel` until both directions have ended, or one fails;
+/// `peer_accepts` is what the peer said it accepts in the handshake, and `probe` reads the
+/// kernel's view of the tunnel's TCP connection for the policy.
 ///
 /// The local connection is reset on close from the start and set back to a plain close only
 /// when both directions ended cleanly: whatever drops it early (a failure, a runtime shut
@@ -215,7 +161,7 @@ pub async fn relay<S>(
     local: TcpStream,
     tunnel: S,
     probe: Option<LinkProbe>,
-    zstd: bool,
+    peer_accepts: u8,
     shared: Arc<Shared>,
 ) -> Result<(), RelayError>
 where
@@ -229,7 +175,9 @@ where
     let (tx, rx) = mpsc::channel(QUEUE_FRAMES);
     let (cancel, cancelled) = watch::channel(false);
 
-    let mut policy = Policy::new(shared.choice.clone(), zstd);
+    let choice = choice_for(&shared.choice, peer_accepts);
+    let zstd = peer_accepts & ACCEPT_ZSTD != 0;
+    let mut policy = Policy::new(choice, zstd);
     if let Some(pace) = shared.pace_memory().recall(Instant::now()) {
         policy.recall_pace(pace);
     }
@@ -240,8 +188,9 @@ where
         (policy, probe),
         shared.clone(),
     );
-    let watcher = watch_loop(tx.downgrade(), shared.clone());
-    let receiver = receive_loop(tunnel_r, local.clone(), tx, shared.clone());
+    let heard = Arc::new(Heard::new());
+    let watcher = watch_loop(tx.downgrade(), heard.clone(), shared.clone());
+    let receiver = receive_loop(tunnel_r, local.clone(), tx, (heard, shared.clone()));
     let writer = write_loop(tunnel_w, rx, writer_waiting);
 
     let stop = Stop {
@@ -278,11 +227,30 @@ where
 }
 
 /// Watches a connection from outside its data: ends, with the error to abort it with, when
-/// the endpoint shuts down. It queues the abort frame for the peer itself (through a weak
-/// sender, so that it never keeps the writer waiting for more frames).
-async fn watch_loop(tx: mpsc::WeakSender<Outgoing>, shared: Arc<Shared>) -> Result<(), RelayError> {
-    shared.drain.aborted().await;
-    let error = RelayError::Shutdown;
+/// the endpoint shuts down or the keepalive declares the peer dead. It queues pings and the
+/// abort frame for the peer itself (through a weak sender, so that it never keeps the
+/// writer waiting for more frames).
+async fn watch_loop(
+    tx: mpsc::WeakSender<Outgoing>,
+    heard: Arc<Heard>,
+    shared: Arc<Shared>,
+) -> Result<(), RelayError> {
+    let dead = async {
+        let Some(config) = shared.keepalive else {
+            return std::future::pending().await;
+        };
+        let ping = || {
+            if let Some(tx) = tx.upgrade() {
+                // A full queue means frames are going out anyway.
+                let _ = tx.try_send(Outgoing::Ping);
+            }
+        };
+        keepalive::wait_for_death(config, &heard, ping).await
+    };
+    let error = tokio::select! {
+        () = shared.drain.aborted() => RelayError::Shutdown,
+        silence = dead => RelayError::PeerSilent(silence),
+    };
     if let Some(tx) = tx.upgrade() {
         let abort = Outgoing::Abort(error.to_string());
         let _ = tokio::time::timeout(FLUSH_GRACE, tx.send(abort)).await;
@@ -385,9 +353,7 @@ async fn send_loop(
             }
             Decision::Compress(method) => {
                 let enc = encoder.take().unwrap_or_default();
-                let start = Instant::now();
-                let (enc, returned, result) = compress(enc, method, block, frame).await;
-                let time = start.elapsed();
+                let (enc, returned, result, time) = compress(enc, method, block, frame).await;
                 encoder = Some(enc);
                 (block, frame) = returned;
                 let used = result.map_err(RelayError::LocalRead)?;
@@ -439,28 +405,31 @@ fn link_state(probe: &LinkProbe, start: Instant) -> Option<Link> {
 
 type Buffers = (Vec<u8>, Vec<u8>);
 
-/// Compresses `block` into `frame`, on the blocking pool unless the block is small.
+/// Compresses `block` into `frame`, on the blocking pool unless the block is small; also
+/// returns the CPU time the compression took (not the time queued for the pool).
 async fn compress(
     mut encoder: Box<BlockEncoder>,
     method: Method,
     block: Vec<u8>,
     mut frame: Vec<u8>,
-) -> (Box<BlockEncoder>, Buffers, io::Result<Method>) {
-    if block.len() < INLINE_LIMIT {
+) -> (Box<BlockEncoder>, Buffers, io::Result<Method>, Duration) {
+    let inline = block.len() < INLINE_LIMIT;
+    let job = move || {
+        let work = Work::start();
         let result = encoder.encode_frame(method, &block, &mut frame);
-        return (encoder, (block, frame), result);
+        (encoder, (block, frame), result, work.done())
+    };
+    if inline {
+        return job();
     }
-    let job = tokio::task::spawn_blocking(move || {
-        let result = encoder.encode_frame(method, &block, &mut frame);
-        (encoder, (block, frame), result)
-    });
-    match job.await {
+    match tokio::task::spawn_blocking(job).await {
         Ok(done) => done,
         // The closure does not panic on any input; should the pool refuse it, say so.
         Err(e) => (
             Box::default(),
             (Vec::new(), Vec::new()),
             Err(io::Error::other(format!("compression task failed: {e}"))),
+            Duration::ZERO,
         ),
     }
 }
@@ -471,6 +440,7 @@ async fn write_loop<W: AsyncWrite>(
     waiting: Arc<AtomicBool>,
 ) -> Result<(), RelayError> {
     let mut tunnel = tunnel;
+    let mut ended = false;
     loop {
         if rx.is_empty() {
             waiting.store(true, Ordering::Release);
@@ -488,7 +458,19 @@ async fn write_loop<W: AsyncWrite>(
                 let mut end = Vec::new();
                 frame::write_end(&mut end);
                 tunnel.write_all(&end).await.map_err(RelayError::Tunnel)?;
+                ended = true;
             }
+            // After our end the peer reads no more frames: a ping or pong then would be
+            // left unread, and unread bytes make its close a reset.
+            Outgoing::Ping | Outgoing::Pong if ended => {}
+            Outgoing::Ping => tunnel
+                .write_all(frame::PING)
+                .await
+                .map_err(RelayError::Tunnel)?,
+            Outgoing::Pong => tunnel
+                .write_all(frame::PONG)
+                .await
+                .map_err(RelayError::Tunnel)?,
             Outgoing::Abort(reason) => {
                 let mut abort = Vec::new();
                 frame::write_abort(&reason, &mut abort);
@@ -538,8 +520,9 @@ async fn receive_loop<R: AsyncRead>(
     tunnel: tokio::io::ReadHalf<R>,
     local: Local,
     tx: mpsc::Sender<Outgoing>,
-    shared: Arc<Shared>,
+    (heard, shared): (Arc<Heard>, Arc<Shared>),
 ) -> Result<(), RelayError> {
+    let accepts = shared.accepts();
     let mut reader = FrameReader {
         inner: tunnel,
         buf: Vec::new(),
@@ -560,6 +543,7 @@ async fn receive_loop<R: AsyncRead>(
                     }
                 }
             };
+            heard.frame();
             let header = match head {
                 Head::End => {
                     reader.pos += used;
@@ -567,8 +551,21 @@ async fn receive_loop<R: AsyncRead>(
                     return Ok(());
                 }
                 Head::Abort(reason) => return Err(RelayError::PeerAborted(reason)),
+                Head::Ping => {
+                    reader.pos += used;
+                    // A full queue means frames are going to the peer anyway.
+                    let _ = tx.try_send(Outgoing::Pong);
+                    continue;
+                }
+                Head::Pong => {
+                    reader.pos += used;
+                    continue;
+                }
                 Head::Data(header) => header,
             };
+            if !accepted(header.method.codec, accepts) {
+                return Err(RelayError::Frame(FrameError::NotAccepted(header.method)));
+            }
             let frame_len = used + header.payload_len as usize;
             if !reader.fill(frame_len).await.map_err(tunnel_read_error)? {
                 return Err(RelayError::PeerVanished);
@@ -590,6 +587,7 @@ async fn receive_loop<R: AsyncRead>(
         }
     }
     .await;
+    heard.stop_listening();
     if let Err(error) = &result {
         // Tell the peer, unless it is the one that gave up.
         if !matches!(
@@ -608,5 +606,42 @@ fn tunnel_read_error(e: io::Error) -> RelayError {
         RelayError::PeerVanished
     } else {
         RelayError::Tunnel(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::Codec;
+
+    #[test]
+    fn compression_time_is_cpu_time_not_time_queued_for_the_pool() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // The one thread of the blocking pool is busy (sleeping) for 400 ms.
+            let busy =
+                tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(400)));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let block: Vec<u8> = (0..64 * 1024u32).map(|i| (i % 97) as u8).collect();
+            let method = Method::new(Codec::Zstd, 1).unwrap();
+            let start = Instant::now();
+            let (_, _, result, time) = compress(Box::default(), method, block, Vec::new()).await;
+            let wall = start.elapsed();
+            result.unwrap();
+            busy.await.unwrap();
+            assert!(
+                wall >= Duration::from_millis(300),
+                "{wall:?}: the pool was not busy"
+            );
+            assert!(
+                time < Duration::from_millis(150),
+                "{time:?} counted for {wall:?} of wall time"
+            );
+        });
     }
 }

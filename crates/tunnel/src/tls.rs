@@ -70,7 +70,8 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The server's TLS configuration from PEM files.
+/// The server's TLS configuration from PEM files. Warns when the key file is readable by
+/// others than its owner.
 ///
 /// # Errors
 ///
@@ -85,8 +86,10 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<ServerConfig>> {
             cert.display()
         )));
     }
-    let key = PrivateKeyDer::from_pem_file(key)
+    let key_der = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| io::Error::other(format!("{}: {e}", key.display())))?;
+    crate::keygen::warn_if_exposed(key, "private key file");
+    let key = key_der;
     let config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(io::Error::other)?

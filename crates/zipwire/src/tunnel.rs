@@ -13,8 +13,10 @@ use zipwire_adapt::{Budget, BudgetSpec};
 use zipwire_tunnel::drain::Drain;
 use zipwire_tunnel::endpoint::{Client, Server};
 use zipwire_tunnel::frame::{Codec, Method};
+use zipwire_tunnel::keepalive::Keepalive;
 use zipwire_tunnel::policy::Choice;
 use zipwire_tunnel::relay::Shared;
+use zipwire_tunnel::startups::{self, Limits};
 use zipwire_tunnel::stats::Stats;
 use zipwire_tunnel::tls::{self, Fingerprint};
 
@@ -31,8 +33,10 @@ pub struct TunnelArgs {
 /// The tunnel's subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Role {
-    /// Write DIR/cert.pem, DIR/key.pem and DIR/token (both 0600) and print the certificate's
-    /// fingerprint, for the client's --pin.
+    /// Write DIR/cert.pem (mode 0644), DIR/key.pem (0600) and DIR/token (0600) in DIR (created
+    /// 0700) and print the certificate's fingerprint, for the client's --pin. The files are
+    /// written under temporary names and put in place only once all three are complete; a
+    /// symlink is never followed.
     Keygen {
         /// Directory to write to (created if missing).
         #[arg(long, value_name = "DIR")]
@@ -50,12 +54,22 @@ pub enum Role {
 /// What both ends share.
 #[derive(Debug, Args)]
 pub struct Common {
-    /// File holding the shared token (from keygen).
+    /// File holding the shared token (from keygen; at least 16 bytes).
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
 
+    /// Accept a token shorter than 16 bytes (guessable: for tests only).
+    #[arg(long)]
+    pub allow_weak_token: bool,
+
     /// Compression: auto (adaptive), raw, 1-3 (stateless deflate), 4-9 (deflate with a
-    /// window) or zstd:N (1-19).
+    /// window) or zstd:N (1-19). An end at raw also accepts only raw frames from its peer.
+    ///
+    /// Security: data is compressed, then encrypted. Within one forwarded connection,
+    /// bytes an attacker chooses and secret bytes can share a compression window, and the
+    /// encrypted lengths then leak the secret (CRIME). Connections never share a window. For
+    /// traffic that mixes attacker-chosen input with secrets (cookies, tokens), run
+    /// --level raw on both ends.
     #[arg(long, value_name = "LEVEL", default_value = "auto", value_parser = parse_choice)]
     pub level: Choice,
 
@@ -72,6 +86,12 @@ pub struct Common {
     /// application takes a cut transfer for a complete one.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// Ping the peer inside the tunnel after this much silence (e.g. 15s), and reset a
+    /// forwarded connection whose peer stays silent for 3 intervals more (as ssh's
+    /// ServerAliveInterval). TCP keepalive is on in any case. [default: off]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub keepalive_interval: Option<Duration>,
 }
 
 /// `zipwire tunnel server`.
@@ -86,9 +106,17 @@ pub struct ServerArgs {
     /// The server's certificate (PEM).
     #[arg(long, value_name = "FILE")]
     pub cert: PathBuf,
-    /// The certificate's private key (PEM).
+    /// The certificate's private key (PEM; warned about unless mode 0600 or stricter).
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
+    /// Most connections in the TLS handshake or the hello at once (as ssh's MaxStartups);
+    /// past it, the oldest is closed.
+    #[arg(long, value_name = "N", default_value_t = startups::DEFAULT_MAX_STARTUPS, value_parser = parse_startups)]
+    pub max_startups: usize,
+    /// Time a connection has for the TLS handshake and the hello together (as ssh's
+    /// LoginGraceTime).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub login_grace: Duration,
     #[command(flatten)]
     /// Flags both ends share.
     pub common: Common,
@@ -156,6 +184,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| bad())
 }
 
+fn parse_startups(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of connections (1 or more)"
+        )),
+    }
+}
+
 fn parse_block(text: &str) -> Result<usize, String> {
     let size = parse_size(text)?;
     if (16 * 1024..=256 * 1024).contains(&size) {
@@ -178,7 +215,7 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
             let tls = tls::server_config(&a.cert, &a.key)?;
             let (token, shared) = prepare(&a.common)?;
             let runtime = runtime()?;
-            let server = runtime
+            let mut server = runtime
                 .block_on(Server::bind(
                     a.listen,
                     a.forward.clone(),
@@ -187,6 +224,10 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
                     shared,
                 ))
                 .with_context(|| format!("listening on {}", a.listen))?;
+            server.set_limits(Limits {
+                max_startups: a.max_startups,
+                login_grace: a.login_grace,
+            });
             tracing::info!(listen = %server.local_addr()?, forward = a.forward, "tunnel server ready");
             let (stats, drain) = (server.stats(), server.drain());
             let grace = a.common.shutdown_grace;
@@ -208,17 +249,17 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
 }
 
 fn prepare(common: &Common) -> anyhow::Result<(Vec<u8>, Shared)> {
-    let token = zipwire_tunnel::keygen::read_token(Path::new(&common.token_file))?;
+    let token =
+        zipwire_tunnel::keygen::read_token(Path::new(&common.token_file), common.allow_weak_token)?;
     let budget = common.max_cpu.map(|max_cpu| {
         Budget::new(BudgetSpec {
             max_cpu: Some(max_cpu),
             ..BudgetSpec::default()
         })
     });
-    Ok((
-        token,
-        Shared::new(common.level.clone(), common.block_size, budget),
-    ))
+    let mut shared = Shared::new(common.level.clone(), common.block_size, budget);
+    shared.keepalive = common.keepalive_interval.map(Keepalive::every);
+    Ok((token, shared))
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -176,7 +176,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
     let log = client.wait_for("compress outgoing: raw data 2000000, compressed ");
 
     // A client with the wrong token: nothing comes back, and the server says why.
-    std::fs::write(dir.path().join("wrong"), "not-the-token\n").unwrap();
+    std::fs::write(dir.path().join("wrong"), "not-the-token-but-long-enough\n").unwrap();
     let wrong = dir.path().join("wrong").to_string_lossy().into_owned();
     let bad_addr = free_port();
     let bad = Running::start(
@@ -346,4 +346,210 @@ fn sigterm_to_the_client_cuts_the_application_s_stream_with_an_error_not_an_end(
         "{}",
         client.log()
     );
+}
+
+/// Runs `zipwire args` under `sh -c 'ulimit -n LIMIT; exec ...'`.
+fn start_limited(limit: u32, args: &[&str], log: &Path) -> Running {
+    let file = std::fs::File::create(log).unwrap();
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    Running {
+        child,
+        log: log.to_owned(),
+    }
+}
+
+/// Keys in `dir/keys`; returns the pin and a path maker.
+fn keygen(dir: &Path) -> (String, impl Fn(&str) -> String) {
+    let keys = dir.join("keys");
+    let out = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    (pin, move |name: &str| {
+        keys.join(name).to_string_lossy().into_owned()
+    })
+}
+
+/// Opens `n` TCP connections to `addr` that never start TLS.
+fn half_open(addr: &str, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect()
+}
+
+#[test]
+fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pin, path) = keygen(dir.path());
+    let target = echo_target();
+    for (limit, served_within) in [(200, Duration::from_secs(1)), (40, Duration::from_secs(15))] {
+        let server_addr = free_port();
+        let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
+        let args = [
+            "tunnel",
+            "server",
+            "--listen",
+            &server_addr,
+            "--forward",
+            &target,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--token-file",
+            &token,
+        ];
+        let log = dir.path().join(format!("server-{limit}.log"));
+        let server = start_limited(limit, &args, &log);
+        server.wait_for("tunnel server ready");
+        let client_addr = free_port();
+        let client = Running::start(
+            &[
+                "tunnel",
+                "client",
+                "--listen",
+                &client_addr,
+                "--server",
+                &server_addr,
+                "--pin",
+                &pin,
+                "--token-file",
+                &token,
+            ],
+            &dir.path().join(format!("client-{limit}.log")),
+        );
+        client.wait_for("tunnel client ready");
+        let flood = half_open(&server_addr, 300);
+        assert!(flood.len() >= 290, "{} half-open connections", flood.len());
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        assert_eq!(exchange(&client_addr, b"let me in").unwrap(), b"let me in");
+        let took = started.elapsed();
+        assert!(
+            took < served_within,
+            "ulimit -n {limit}: served after {took:?}"
+        );
+        // Out of descriptors the server says so once per interval, not once per accept.
+        std::thread::sleep(Duration::from_millis(1000));
+        let log = server.log();
+        let warnings = log
+            .lines()
+            .filter(|l| l.contains("accept failed") || l.contains("out of file descriptors"))
+            .count();
+        assert!(
+            warnings <= 1,
+            "ulimit -n {limit}: {warnings} warnings:\n{log}"
+        );
+        drop(flood);
+    }
+}
+
+#[test]
+fn a_client_that_only_connects_is_no_failed_authentication() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = echo_target();
+    let (server, _client, _) = tunnel_pair(dir.path(), &target, &[]);
+    let addr = server
+        .log()
+        .lines()
+        .find_map(|l| {
+            l.split("listen=")
+                .nth(1)
+                .map(|a| a.split_whitespace().next().unwrap_or("").to_owned())
+        })
+        .unwrap();
+    for _ in 0..3 {
+        drop(TcpStream::connect(&addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let log = server.log();
+    assert!(!log.contains("authentication failed"), "{log}");
+    assert!(!log.contains("WARN"), "{log}");
+}
+
+#[test]
+fn weak_tokens_exposed_keys_and_help_are_spelled_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, path) = keygen(dir.path());
+    let short = dir.path().join("short");
+    std::fs::write(&short, "hunter2\n").unwrap();
+    std::fs::set_permissions(&short, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let short = short.to_string_lossy().into_owned();
+    std::fs::set_permissions(
+        path("key.pem"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let target = echo_target();
+    let server_args = |token: &str, extra: &[&str]| {
+        let mut args: Vec<String> = [
+            "tunnel",
+            "server",
+            "--listen",
+            &free_port(),
+            "--forward",
+            &target,
+            "--cert",
+            &path("cert.pem"),
+            "--key",
+            &path("key.pem"),
+            "--token-file",
+            token,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let args = server_args(&short, &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut refused = Running::start(&args, &dir.path().join("refused.log"));
+    assert!(!exits(&mut refused).success());
+    assert!(refused.log().contains("fewer than 16"), "{}", refused.log());
+    let args = server_args(&short, &["--allow-weak-token"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let weak = Running::start(&args, &dir.path().join("weak.log"));
+    let log = weak.wait_for("tunnel server ready");
+    assert!(
+        log.contains("private key file is readable by others"),
+        "{log}"
+    );
+
+    let help = Command::new(BIN)
+        .args(["tunnel", "server", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for needle in [
+        "CRIME",
+        "--level raw on both ends",
+        "--max-startups",
+        "--shutdown-grace",
+    ] {
+        assert!(help.contains(needle), "no {needle:?} in:\n{help}");
+    }
+    let help = Command::new(BIN)
+        .args(["tunnel", "keygen", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for needle in [
+        "cert.pem (mode 0644)",
+        "key.pem (0600)",
+        "token (0600)",
+        "0700",
+    ] {
+        assert!(help.contains(needle), "no {needle:?} in:\n{help}");
+    }
 }

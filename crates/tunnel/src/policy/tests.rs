@@ -338,10 +338,15 @@ fn failures_back_off_exponentially_but_probing_goes_on() {
 
 #[test]
 fn fixed_choices_ignore_the_signals_and_auto_skips_noise() {
+    let padded = |head: &[u8]| {
+        let mut block = head.to_vec();
+        block.resize(TINY_BLOCK * 4, 0);
+        block
+    };
     let m = Method::new(Codec::Deflate, 1).unwrap();
     let mut fixed = Policy::new(Choice::Fixed(m), true);
     assert_eq!(
-        fixed.decide(&[0x1f, 0x8b, 8], full(true)),
+        fixed.decide(&padded(&[0x1f, 0x8b, 8]), full(true)),
         Decision::Compress(m)
     );
     let mut off = Policy::new(Choice::Fixed(Method::RAW), true);
@@ -351,7 +356,7 @@ fn fixed_choices_ignore_the_signals_and_auto_skips_noise() {
     );
     let mut auto = Policy::new(Choice::Auto, true);
     assert_eq!(
-        auto.decide(&[0x16, 3, 1, 0, 200], full(false)),
+        auto.decide(&padded(&[0x16, 3, 1, 0, 200]), full(false)),
         Decision::Raw(RawReason::Magic)
     );
     let throttled = Signals {
@@ -359,7 +364,31 @@ fn fixed_choices_ignore_the_signals_and_auto_skips_noise() {
         ..full(false)
     };
     assert_eq!(
-        auto.decide(TEXT, throttled),
+        auto.decide(&TEXT.repeat(20), throttled),
         Decision::Raw(RawReason::CpuCap)
     );
+}
+
+#[test]
+fn tiny_blocks_go_raw_untried_whatever_the_choice() {
+    let tiny = TEXT.repeat(TINY_BLOCK / TEXT.len());
+    assert!(tiny.len() < TINY_BLOCK);
+    let keystroke = Signals::default();
+    for choice in [
+        Choice::Auto,
+        Choice::Fixed(Method::new(Codec::Zstd, 3).unwrap()),
+        Choice::Fixed(Method::new(Codec::Deflate, 1).unwrap()),
+    ] {
+        let mut policy = Policy::new(choice.clone(), true);
+        assert_eq!(
+            policy.decide(&tiny, keystroke),
+            Decision::Raw(RawReason::Tiny),
+            "{choice:?}"
+        );
+        let larger = TEXT.repeat(TINY_BLOCK / TEXT.len() + 1);
+        assert!(matches!(
+            policy.decide(&larger, keystroke),
+            Decision::Compress(_)
+        ));
+    }
 }

@@ -31,11 +31,13 @@ pub enum RawReason {
     LinkIdle,
     /// The `--max-cpu` budget is spent.
     CpuCap,
+    /// The block is too small for compression to pay ([`super::TINY_BLOCK`]).
+    Tiny,
 }
 
 impl RawReason {
     /// Every reason, in report order.
-    pub const ALL: [RawReason; 7] = [
+    pub const ALL: [RawReason; 8] = [
         RawReason::Fixed,
         RawReason::Magic,
         RawReason::Entropy,
@@ -43,6 +45,7 @@ impl RawReason {
         RawReason::Backoff,
         RawReason::LinkIdle,
         RawReason::CpuCap,
+        RawReason::Tiny,
     ];
 
     /// A short name for reports.
@@ -55,6 +58,7 @@ impl RawReason {
             RawReason::Backoff => "backoff",
             RawReason::LinkIdle => "link-idle",
             RawReason::CpuCap => "cpu-cap",
+            RawReason::Tiny => "tiny",
         }
     }
 }

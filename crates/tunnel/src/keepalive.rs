@@ -1,0 +1,101 @@
+//! Noticing a silently dead path, as ssh does: TCP keepalive on every socket (ssh's
+//! `TCPKeepAlive yes`, with the system's timers), and optionally pings inside the tunnel
+//! connection (ssh's `ServerAliveInterval` and `ServerAliveCountMax`).
+//!
+//! TCP keepalive alone takes the kernel's two hours and more to give up. With an interval,
+//! an end that has heard nothing from the peer for an interval sends a ping frame, which
+//! the peer answers with a pong; after [`Keepalive::count`] intervals more without a frame of
+//! any kind the peer is declared dead and the forwarded connection is reset (and an abort
+//! sent, should the path come back). Only the end that asks for it pings; the other end just
+//! answers, so it works against any peer of protocol version 2.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+/// Unanswered intervals after which the peer is declared dead (ssh's `ServerAliveCountMax`
+/// default).
+pub const DEFAULT_COUNT: u32 = 3;
+
+/// How an end pings its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Silence after which a ping goes out.
+    pub interval: Duration,
+    /// Pings left unanswered before the peer is declared dead.
+    pub count: u32,
+}
+
+impl Keepalive {
+    /// Pings after `interval` of silence, [`DEFAULT_COUNT`] times.
+    pub fn every(interval: Duration) -> Keepalive {
+        Keepalive {
+            interval,
+            count: DEFAULT_COUNT,
+        }
+    }
+}
+
+/// When the peer was last heard from, for one forwarded connection.
+#[derive(Debug)]
+pub(crate) struct Heard {
+    start: Instant,
+    last_ms: AtomicU64,
+    listening: AtomicBool,
+}
+
+impl Heard {
+    pub(crate) fn new() -> Heard {
+        Heard {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            listening: AtomicBool::new(true),
+        }
+    }
+
+    /// A frame came in.
+    pub(crate) fn frame(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// The peer's direction has ended: nothing more will be heard, and silence means
+    /// nothing.
+    pub(crate) fn stop_listening(&self) {
+        self.listening.store(false, Ordering::Relaxed);
+    }
+
+    fn silence(&self) -> Option<Duration> {
+        if !self.listening.load(Ordering::Relaxed) {
+            return None;
+        }
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        Some(self.start.elapsed().saturating_sub(last))
+    }
+}
+
+/// Pings the peer (through `ping`) whenever it has been silent for an interval; returns the
+/// silence once it has lasted `count` intervals more. Never returns while the peer talks
+/// (any frame, a pong included, ends the silence), or once its direction has ended.
+pub(crate) async fn wait_for_death(
+    keepalive: Keepalive,
+    heard: &Heard,
+    ping: impl Fn(),
+) -> Duration {
+    let interval = keepalive.interval.max(Duration::from_millis(10));
+    let limit = interval * keepalive.count.saturating_add(1);
+    loop {
+        tokio::time::sleep(interval).await;
+        match heard.silence() {
+            Some(silence) if silence >= limit => return silence,
+            Some(silence) if silence >= interval => ping(),
+            _ => {}
+        }
+    }
+}
+
+/// Turns on TCP keepalive for `tcp`, with the system's timers (as ssh's `TCPKeepAlive`).
+pub fn tcp_keepalive(tcp: &TcpStream) {
+    let _ = socket2::SockRef::from(tcp).set_keepalive(true);
+}

@@ -1,0 +1,337 @@
+//! Issue 21's tunnel points on loopback: what each end accepts, version replies, tiny
+//! blocks, keepalive and the login deadline.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use zipwire_tunnel::endpoint::{Client, Server};
+use zipwire_tunnel::frame::{Method, DATA_HEADER_LEN};
+use zipwire_tunnel::handshake::{self, Hello, MAGIC};
+use zipwire_tunnel::keepalive::Keepalive;
+use zipwire_tunnel::policy::Choice;
+use zipwire_tunnel::relay::Shared;
+use zipwire_tunnel::startups::Limits;
+use zipwire_tunnel::stats::Stats;
+use zipwire_tunnel::tls::{self, Fingerprint};
+
+struct Keys {
+    _dir: tempfile::TempDir,
+    server: Arc<rustls::ServerConfig>,
+    pin: Fingerprint,
+    token: Vec<u8>,
+}
+
+fn keys() -> Keys {
+    let dir = tempfile::tempdir().unwrap();
+    let pin = zipwire_tunnel::keygen::keygen(dir.path(), false).unwrap();
+    let server =
+        tls::server_config(&dir.path().join("cert.pem"), &dir.path().join("key.pem")).unwrap();
+    let token = zipwire_tunnel::keygen::read_token(&dir.path().join("token"), false).unwrap();
+    Keys {
+        _dir: dir,
+        server,
+        pin,
+        token,
+    }
+}
+
+fn local() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+async fn start_server(
+    keys: &Keys,
+    target: SocketAddr,
+    shared: Shared,
+    limits: Limits,
+) -> (SocketAddr, Arc<Stats>) {
+    let mut server = Server::bind(
+        local(),
+        target.to_string(),
+        keys.server.clone(),
+        keys.token.clone(),
+        shared,
+    )
+    .await
+    .unwrap();
+    server.set_limits(limits);
+    let addr = server.local_addr().unwrap();
+    let stats = server.stats();
+    tokio::spawn(server.run());
+    (addr, stats)
+}
+
+async fn start_client(keys: &Keys, server: SocketAddr, shared: Shared) -> (SocketAddr, Arc<Stats>) {
+    let client = Client::bind(
+        local(),
+        server.to_string(),
+        tls::client_config(keys.pin).unwrap(),
+        keys.token.clone(),
+        shared,
+    )
+    .await
+    .unwrap();
+    let addr = client.local_addr().unwrap();
+    let stats = client.stats();
+    tokio::spawn(client.run());
+    (addr, stats)
+}
+
+fn shared(choice: Choice) -> Shared {
+    Shared::new(choice, 128 * 1024, None)
+}
+
+/// An echo target; returns its address.
+async fn echo_target() -> SocketAddr {
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = stream.into_split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+                let _ = w.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+fn text(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| b"tunnel text compresses well, "[i % 29] ^ (i / 4099 % 2) as u8)
+        .collect()
+}
+
+/// Sends `data` and reads as much back.
+async fn round_trip(stream: &mut TcpStream, data: &[u8]) {
+    let (mut r, mut w) = stream.split();
+    let mut back = vec![0u8; data.len()];
+    let (sent, read) = tokio::join!(w.write_all(data), r.read_exact(&mut back));
+    sent.unwrap();
+    read.unwrap();
+    assert!(back == data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_end_at_raw_receives_only_raw_frames() {
+    let keys = keys();
+    let target = echo_target().await;
+    let zstd = Choice::Fixed(Method::new(zipwire_tunnel::frame::Codec::Zstd, 3).unwrap());
+    let (server, server_stats) = start_server(&keys, target, shared(zstd), Limits::default()).await;
+    let raw = Choice::Fixed(Method::RAW);
+    let (client, client_stats) = start_client(&keys, server, shared(raw)).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    round_trip(&mut app, &text(2_000_000)).await;
+    let incoming = client_stats.incoming();
+    assert_eq!(incoming.raw(), 2_000_000);
+    assert!(
+        incoming.methods.keys().all(|m| *m == Method::RAW),
+        "the raw client received {:?}",
+        incoming.methods.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(server_stats.outgoing().highest(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hello_of_another_version_is_told_the_versions_the_server_speaks() {
+    let keys = keys();
+    let target = echo_target().await;
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
+    let tcp = TcpStream::connect(server).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(tls::client_config(keys.pin).unwrap());
+    let mut stream = connector.connect(tls::server_name(), tcp).await.unwrap();
+    let mut hello = MAGIC.to_vec();
+    hello.extend_from_slice(&[9, 0, keys.token.len() as u8]);
+    hello.extend_from_slice(&keys.token);
+    stream.write_all(&hello).await.unwrap();
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut reply)).await;
+    let mut expected = MAGIC.to_vec();
+    expected.extend_from_slice(&[3, handshake::VERSIONS]);
+    assert_eq!(reply, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keystrokes_cost_no_more_than_raw_frames() {
+    let keys = keys();
+    let target = echo_target().await;
+    let level = Choice::Fixed(Method::new(zipwire_tunnel::frame::Codec::Zstd, 3).unwrap());
+    let (server, server_stats) =
+        start_server(&keys, target, shared(level.clone()), Limits::default()).await;
+    let (client, client_stats) = start_client(&keys, server, shared(level)).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    // ssh-like packets: 36 to 100 random bytes, each echoed before the next.
+    let mut state = 0x2545_f491u32;
+    for i in 0..150 {
+        let len = 36 + (i * 7) % 64;
+        let packet: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                state as u8
+            })
+            .collect();
+        round_trip(&mut app, &packet).await;
+    }
+    for (end, stats) in [("client", &client_stats), ("server", &server_stats)] {
+        let out = stats.outgoing();
+        let blocks: u64 = out.methods.values().map(|c| c.blocks).sum();
+        let raw_framing = out.raw() + blocks * DATA_HEADER_LEN as u64;
+        assert!(
+            out.wire() <= raw_framing,
+            "{end}: {} wire bytes for {} raw bytes in {blocks} frames",
+            out.wire(),
+            out.raw()
+        );
+    }
+}
+
+/// Forwards `from` to `to` until the path dies; then swallows everything and holds both
+/// sockets open, as a dead path does (no FIN, no reset).
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    dead: Arc<AtomicBool>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = from.read(&mut buf).await.unwrap_or(0);
+        if dead.load(Ordering::SeqCst) {
+            if n == 0 {
+                std::future::pending::<()>().await;
+            }
+            continue;
+        }
+        if n == 0 || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A TCP relay between the client and the server that can be made to drop everything
+/// silently; returns its address and the switch.
+async fn pausable_path(to: SocketAddr) -> (SocketAddr, Arc<AtomicBool>) {
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let dead = Arc::new(AtomicBool::new(false));
+    let switch = dead.clone();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(to).await else {
+                continue;
+            };
+            let (in_r, in_w) = inbound.into_split();
+            let (out_r, out_w) = outbound.into_split();
+            tokio::spawn(pump(in_r, out_w, dead.clone()));
+            tokio::spawn(pump(out_r, in_w, dead.clone()));
+        }
+    });
+    (addr, switch)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silently_dead_path_resets_the_forwarded_connection() {
+    let keys = keys();
+    let target = echo_target().await;
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
+    let (path, dead) = pausable_path(server).await;
+    let mut pinging = shared(Choice::Auto);
+    pinging.keepalive = Some(Keepalive::every(Duration::from_millis(200)));
+    let (client, _) = start_client(&keys, path, pinging).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    round_trip(&mut app, b"still there?").await;
+    // Idle for several intervals: pings and pongs keep it up.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    round_trip(&mut app, b"yes").await;
+    dead.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    let end = tokio::time::timeout(Duration::from_secs(15), app.read(&mut buf)).await;
+    let Ok(end) = end else {
+        panic!("the application still waits after 15 s on a dead path");
+    };
+    let error = end.expect_err("a dead path ended the stream cleanly");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// The TCP sockets in /proc/net/tcp: (local port, remote port, state, timer).
+fn sockets() -> Vec<(u16, u16, u8, u8)> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let port = |field: &str| u16::from_str_radix(field.rsplit(':').next().unwrap(), 16).unwrap();
+    table
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let state = u8::from_str_radix(f[3], 16).unwrap();
+            let timer = u8::from_str_radix(f[5].split(':').next().unwrap(), 16).unwrap();
+            (port(f[1]), port(f[2]), state, timer)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tunnel_and_forwarded_socket_has_tcp_keepalive() {
+    const ESTABLISHED: u8 = 1;
+    // The kernel's keepalive timer shows as timer 2 in /proc/net/tcp.
+    const KEEPALIVE_TIMER: u8 = 2;
+    let keys = keys();
+    let target = echo_target().await;
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
+    let (client, _) = start_client(&keys, server, shared(Choice::Auto)).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    round_trip(&mut app, b"keep me alive").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let table = sockets();
+    let find = |what: &str, pick: &dyn Fn(u16, u16) -> bool| {
+        let found: Vec<_> = table
+            .iter()
+            .filter(|(l, r, state, _)| *state == ESTABLISHED && pick(*l, *r))
+            .collect();
+        assert_eq!(found.len(), 1, "{what}: {found:?}");
+        assert_eq!(found[0].3, KEEPALIVE_TIMER, "{what} has no keepalive timer");
+    };
+    let (c, s, t) = (client.port(), server.port(), target.port());
+    find("client's forwarded socket", &|l, _| l == c);
+    find("client's tunnel socket", &|_, r| r == s);
+    find("server's tunnel socket", &|l, _| l == s);
+    find("server's forwarded socket", &|_, r| r == t);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_the_hello_share_one_deadline() {
+    let keys = keys();
+    let target = echo_target().await;
+    let limits = Limits {
+        login_grace: Duration::from_millis(1000),
+        ..Limits::default()
+    };
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), limits).await;
+    let connector = tokio_rustls::TlsConnector::from(tls::client_config(keys.pin).unwrap());
+    let hello = Hello {
+        accepts: handshake::ACCEPT_ALL,
+        token: keys.token.clone(),
+    }
+    .to_bytes()
+    .unwrap();
+    // Each phase takes 700 ms: within a deadline of its own, past a shared one.
+    for (pause, served) in [(Duration::ZERO, true), (Duration::from_millis(700), false)] {
+        let tcp = TcpStream::connect(server).await.unwrap();
+        tokio::time::sleep(pause).await;
+        let Ok(mut stream) = connector.connect(tls::server_name(), tcp).await else {
+            assert!(!served, "a prompt client failed the TLS handshake");
+            continue;
+        };
+        tokio::time::sleep(pause).await;
+        let _ = stream.write_all(&hello).await;
+        let reply = handshake::read_reply(&mut stream).await;
+        assert_eq!(reply.is_ok(), served, "pause {pause:?}: {reply:?}");
+    }
+}
