@@ -31,10 +31,16 @@ pub mod inflate;
 mod interrupt;
 mod job;
 mod list;
+mod lzw;
 pub mod member;
 pub mod names;
 mod progress;
+mod ratio;
+mod source;
 pub mod staged;
+mod stream;
+mod unpack;
+mod unzip;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -85,6 +91,9 @@ pub struct Options {
     pub threads: usize,
     /// Store the file's name and time in the header (gzip's default; `-n` turns it off).
     pub save_name: bool,
+    /// When decompressing, give the output the header's time rather than the input file's
+    /// (`-N`).
+    pub restore_time: bool,
     /// Show a progress bar on a terminal for large inputs (off with `-q`).
     pub progress: bool,
     /// Name used in messages (`zipwire`, or `gzip` when run under that name).
