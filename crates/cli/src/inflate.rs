@@ -332,13 +332,21 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
         /// Any bytes after any magic number: an answer, never a panic or a hang.
         #[test]
         fn arbitrary_input_never_panics(
             magic in proptest::sample::select(vec![
-                &b"\x1f\x8b\x08\x00"[..], b"PK\x03\x04", b"\x1f\x9d", b"\x1f\x1e", b"",
+                // gzip, zip (deflated and stored, no flags), compress (16 bits in block mode,
+                // 12 bits without), pack (longest code 8), and none.
+                &b"\x1f\x8b\x08\x00"[..],
+                b"PK\x03\x04\x14\x00\x00\x00\x08\x00",
+                b"PK\x03\x04\x0a\x00\x00\x00\x00\x00",
+                b"\x1f\x9d\x90",
+                b"\x1f\x9d\x0c",
+                b"\x1f\x1e\x00\x00\x01\x00\x08",
+                b"",
             ]),
             body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
             pass_through in proptest::prelude::any::<bool>(),

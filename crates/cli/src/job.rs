@@ -314,11 +314,13 @@ impl Job<'_> {
         let mut update = |totals: Totals| progress.update(totals);
         // The bytes gzip leaves out of a compressed file's ratio: header and trailer.
         let framing = header.to_bytes().len() as u64 + 8;
-        // gzip copies unknown data through only where it goes to a stream (RFC-less, gzip.c's
-        // `force && to_stdout`; standard input and -t count as such there).
+        // gzip copies unknown data through only where it goes to a stream (gzip.c's
+        // `force && to_stdout && !list`; standard input and -t count as such there).
         let to_stream = options.to_stdout || options.output.is_some() || is_stdin;
         let decode = inflate::Options {
-            pass_through: options.force && (to_stream || options.mode == Mode::Test),
+            pass_through: options.force
+                && options.mode != Mode::List
+                && (to_stream || options.mode == Mode::Test),
         };
         let run = |output: &mut dyn Write, update: &mut dyn FnMut(Totals)| {
             if compressing {

@@ -233,6 +233,8 @@ fn force_to_stdout_passes_unknown_data_through() {
             "gzip -df < p",
             "gzip -d p.gz || true; cp p p.gz; gzip -df p.gz",
             "gzip -cdf < /dev/null",
+            "gzip -tf p gp.gz",
+            "gzip -lf < p",
         ],
         b"",
         Compare::Exact,
