@@ -264,8 +264,8 @@ fn suffix_and_every_documented_option_are_gzips() {
 
 #[test]
 fn damage_messages_and_exit_codes_are_gzips() {
+    let good = gzipped(&generate(DataKind::Text, 200_000, 2));
     let setup = |dir: &Path| {
-        let good = gzipped(&generate(DataKind::Text, 200_000, 2));
         let variant = |name: &str, edit: &dyn Fn(&mut Vec<u8>)| {
             let mut bytes = good.clone();
             edit(&mut bytes);
@@ -444,16 +444,27 @@ fn zip_compress_and_pack_files_decode_as_gzip_decodes_them() {
         }
     }
     let data = format_data();
+    // Made once, copied into each sandbox.
+    let made = tempfile::tempdir().unwrap();
+    zips(made.path(), &data);
+    for bits in [10, 12, 16] {
+        let lzw = zipwire_testkit::run_with_stdin("compress", &["-c", &format!("-b{bits}")], &data)
+            .unwrap();
+        fs::write(made.path().join(format!("b{bits}.Z")), lzw).unwrap();
+    }
+    fs::write(made.path().join("text.z"), pack(&data)).unwrap();
+    fs::write(made.path().join("one.z"), pack(b"aaaa")).unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(made.path())
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (PathBuf::from(e.file_name()), fs::read(e.path()).unwrap())
+        })
+        .collect();
     let setup = |dir: &Path| {
-        zips(dir, &data);
-        for bits in [10, 12, 16] {
-            let lzw =
-                zipwire_testkit::run_with_stdin("compress", &["-c", &format!("-b{bits}")], &data)
-                    .unwrap();
-            fs::write(dir.join(format!("b{bits}.Z")), lzw).unwrap();
+        for (name, bytes) in &files {
+            fs::write(dir.join(name), bytes).unwrap();
         }
-        fs::write(dir.join("text.z"), pack(&data)).unwrap();
-        fs::write(dir.join("one.z"), pack(b"aaaa")).unwrap();
     };
     let mut scripts = Vec::new();
     for name in [
