@@ -243,7 +243,9 @@ impl Job<'_> {
                 ));
                 return None;
             };
-            target
+            // -N: the name stored in the header, in the input's directory, as gzip -dN.
+            let stored = options.restore_time.then(|| stored_name(path)).flatten();
+            stored.map_or(target, |name| path.with_file_name(name))
         };
         if meta.nlink() > 1 && !options.force {
             self.warn(format_args!(
@@ -480,6 +482,25 @@ impl Job<'_> {
             }
             _ => {}
         }
+    }
+}
+
+/// The file name stored in `path`'s gzip header, without any directory part (a header
+/// cannot send the output elsewhere); `None` when there is none or the file is not gzip.
+fn stored_name(path: &Path) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut head = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(gzip::MAX_HEADER_LEN as u64)
+        .read_to_end(&mut head)
+        .ok()?;
+    let (header, _) = gzip::parse_header(&head).ok()??;
+    let name = header.name?;
+    let base = name.rsplit(|&b| b == b'/').next()?.to_vec();
+    match base.as_slice() {
+        b"" | b"." | b".." => None,
+        _ => Some(std::ffi::OsString::from_vec(base)),
     }
 }
 

@@ -93,8 +93,8 @@ pub struct Options {
     pub threads: usize,
     /// Store the file's name and time in the header (gzip's default; `-n` turns it off).
     pub save_name: bool,
-    /// When decompressing, give the output the header's time rather than the input file's
-    /// (`-N`).
+    /// When decompressing, give the output the header's name and time rather than the input
+    /// file's (`-N`).
     pub restore_time: bool,
     /// Show a progress bar on a terminal for large inputs (off with `-q`).
     pub progress: bool,

@@ -79,7 +79,7 @@ pub struct FileArgs {
     #[arg(short = 'n', long = "no-name", overrides_with = "name")]
     pub no_name: bool,
 
-    /// Save the file's name and time (the default); when decompressing, restore the time.
+    /// Save the file's name and time (the default); when decompressing, restore them.
     #[arg(short = 'N', long = "name", overrides_with = "no_name")]
     pub name: bool,
 

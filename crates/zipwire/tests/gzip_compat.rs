@@ -255,6 +255,8 @@ fn suffix_and_every_documented_option_are_gzips() {
             "gzip --stdout --best t | gzip --decompress --to-stdout",
             "gzip --fast -c t | gzip --uncompress --test && gzip -c t | gzip --list",
             "gzip -n in && gzip -d -N in.gz",
+            "gzip t && mv t.gz renamed.gz && gzip -dN renamed.gz",
+            "gzip -c t > t.gz && cp t.gz other.gz && gzip -dN other.gz",
             "gzip -N -k t && touch -d 2001-01-01 t.gz && gzip -dN -f t.gz && ls -l --time-style=+%Y t",
         ],
         b"",
