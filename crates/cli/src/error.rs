@@ -12,8 +12,50 @@ pub enum StreamError {
     Read(io::Error),
     /// Writing the output failed (a full disk, a closed pipe).
     Write(io::Error),
-    /// The input is not a valid gzip file.
-    Decode(DecodeError),
+    /// The input is not valid data of a format gzip reads.
+    Damaged(Damage),
+}
+
+/// What is wrong with compressed input, in the classes gzip's messages name.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The input starts with no magic number gzip knows.
+    NotGzip,
+    /// The compressed data breaks its format's rules.
+    Corrupt,
+    /// The input ends inside a header, the compressed data or a trailer.
+    Truncated,
+    /// compress (LZW) data breaks its format's rules (gzip's unlzw.c words it differently).
+    CorruptLzw,
+    /// The CRC-32 in the trailer disagrees with the data.
+    Crc,
+    /// Both the CRC-32 and the length disagree: gzip reports both, on two lines.
+    CrcAndLength,
+    /// The length in the trailer disagrees with the data.
+    Length,
+    /// A variant gzip does not decode either (a method, flag or option), in gzip's words.
+    Unsupported(String),
+    /// As [`Damage::Unsupported`], in a message gzip writes as `FILE text`, without a colon.
+    Refused(String),
+}
+
+impl From<DecodeError> for StreamError {
+    fn from(err: DecodeError) -> StreamError {
+        StreamError::Damaged(match err {
+            DecodeError::Truncated => Damage::Truncated,
+            DecodeError::Corrupt { .. } | DecodeError::LimitExceeded { .. } => Damage::Corrupt,
+            DecodeError::ChecksumMismatch { .. } => Damage::Crc,
+            // The codec's error is non-exhaustive: a new kind is still damage.
+            _ => Damage::Corrupt,
+        })
+    }
+}
+
+impl From<Damage> for StreamError {
+    fn from(damage: Damage) -> StreamError {
+        StreamError::Damaged(damage)
+    }
 }
 
 impl StreamError {
@@ -22,18 +64,24 @@ impl StreamError {
     pub fn describe(&self) -> String {
         match self {
             StreamError::Read(err) | StreamError::Write(err) => io_message(err),
-            StreamError::Decode(DecodeError::Corrupt { offset: 0 }) => {
-                "not in gzip format".to_owned()
-            }
-            StreamError::Decode(DecodeError::Corrupt { offset }) => {
-                format!("invalid compressed data--format violated at byte {offset}")
-            }
-            StreamError::Decode(DecodeError::ChecksumMismatch { .. }) => {
-                "invalid compressed data--crc error".to_owned()
-            }
-            StreamError::Decode(DecodeError::Truncated) => "unexpected end of file".to_owned(),
-            StreamError::Decode(other) => other.to_string(),
+            StreamError::Damaged(damage) => damage.to_string(),
         }
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The exact strings of gzip 1.12 (gzip.c, inflate.c, unlzw.c, unzip.c).
+        f.write_str(match self {
+            Damage::NotGzip => "not in gzip format",
+            Damage::Corrupt => "invalid compressed data--format violated",
+            Damage::Truncated => "unexpected end of file",
+            Damage::CorruptLzw => "corrupt input.",
+            Damage::Crc => "invalid compressed data--crc error",
+            Damage::CrcAndLength => "invalid compressed data--crc error",
+            Damage::Length => "invalid compressed data--length error",
+            Damage::Unsupported(what) | Damage::Refused(what) => what,
+        })
     }
 }
 

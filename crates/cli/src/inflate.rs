@@ -1,119 +1,272 @@
-//! Streaming decompression of a gzip file (any number of members) with bounded memory.
+//! Streaming decompression of everything `gzip -d` reads, with bounded memory: gzip (any
+//! number of members), a single-member zip, pack and compress (LZW), chosen by the input's
+//! magic number as gzip chooses.
 //!
-//! After the last member, zero bytes are padding (tape blocks, as gzip accepts them silently);
-//! anything else is trailing garbage, reported so the caller can warn as gzip does.
+//! After the last gzip member, zero bytes are padding (tape blocks, as gzip accepts them
+//! silently); anything else is trailing garbage, reported so the caller can warn as gzip does.
+//! With [`Options::pass_through`] (`gzip -cdf`, `zcat -f`), input gzip does not recognise (all
+//! of it, or what follows the last member) is copied to the output unchanged, as gzip does.
 
 use std::io::{Read, Write};
 
-use zipwire_codec::{Decoder, Format};
+use zipwire_codec::format::gzip::{self, HeaderError};
 
-use crate::error::StreamError;
+use crate::error::{Damage, StreamError};
 use crate::member::Totals;
+use crate::source::Source;
+use crate::stream::{inflate_raw, Output};
+pub use crate::stream::{Method, Trailing};
+use crate::{lzw, unpack, unzip};
 
-/// Input read per call.
-const READ: usize = 256 * 1024;
-/// Output decoded per call, then written.
-const WRITE: usize = 1 << 20;
+/// gzip's flag bits that no decoder handles (RFC 1952 §2.3.1: reserved; gzip names bit 5
+/// "encrypted").
+const FLAG_ENCRYPTED: u8 = 0x20;
+const FLAGS_RESERVED: u8 = 0xc0;
 
-/// What followed the last gzip member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trailing {
-    /// The input ended with the last member.
-    Nothing,
-    /// Only zero bytes followed.
-    Zeros,
-    /// Other bytes followed; they were ignored.
-    Garbage,
+/// How to decode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Copy input that is in no known format to the output unchanged (`-c -d -f`).
+    pub pass_through: bool,
 }
 
-/// Decodes the gzip file in `input` into `output`, calling `progress` with the running totals
-/// after each write.
+/// What a decode found besides the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// Bytes in and out.
+    pub totals: Totals,
+    /// What followed the last member.
+    pub trailing: Trailing,
+    /// The first stream's format.
+    pub method: Method,
+    /// Bytes of framing of the first stream (header and trailer), which gzip leaves out of
+    /// its ratios.
+    pub framing: u64,
+    /// The first gzip header's modification time (0: none).
+    pub mtime: u32,
+    /// The last member's CRC-32 (0 where the format has none).
+    pub crc: u32,
+}
+
+/// Decodes `input` into `output`, calling `progress` with the running totals after each
+/// write.
 ///
 /// # Errors
 ///
-/// [`StreamError::Decode`] when the input is not gzip, is corrupt, fails its checksum or ends
-/// inside a member; [`StreamError::Read`]/[`StreamError::Write`] for I/O errors. Output
+/// [`StreamError::Damaged`] when the input is in no known format, is corrupt, fails its
+/// checksum or ends early; [`StreamError::Read`]/[`StreamError::Write`] for I/O errors. Output
 /// written before the error must not be trusted.
 pub fn decompress<R: Read, W: Write + ?Sized>(
-    mut input: R,
+    input: R,
     output: &mut W,
+    options: Options,
     progress: &mut dyn FnMut(Totals),
-) -> Result<(Totals, Trailing), StreamError> {
-    let mut decoder = Decoder::new(Format::Gzip);
-    let mut inbuf = vec![0; READ];
-    let mut outbuf = vec![0; WRITE];
-    let (mut start, mut end) = (0, 0);
-    let mut eof = false;
+) -> Result<Decoded, StreamError> {
+    let mut src = Source::new(input);
+    let mut out = Output::new(output, progress);
+    src.fill(4)?;
+    let magic = src.available();
+    let mut decoded = Decoded {
+        totals: Totals::default(),
+        trailing: Trailing::Nothing,
+        method: Method::Deflate,
+        framing: 0,
+        mtime: 0,
+        crc: 0,
+    };
+    if magic.starts_with(&gzip::MAGIC) {
+        gzip_members(&mut src, &mut out, options, &mut decoded)?;
+    } else if magic.starts_with(&unzip::MAGIC) {
+        let entry = unzip::entry(&mut src, &mut out)?;
+        decoded.method = entry.method;
+        decoded.framing = entry.framing;
+        decoded.crc = entry.crc;
+        decoded.trailing = entry.trailing;
+    } else if magic.starts_with(&lzw::MAGIC) {
+        decoded.method = Method::Compress;
+        decoded.framing = lzw::decode(&mut src, &mut out)?;
+    } else if magic.starts_with(&unpack::MAGIC) {
+        decoded.method = Method::Pack;
+        decoded.framing = unpack::decode(&mut src, &mut out)?;
+        decoded.trailing = after_member(&mut src, &mut out, options)?.unwrap_or(Trailing::Nothing);
+        if decoded.trailing == Trailing::Nothing && !src.available().is_empty() {
+            gzip_members(&mut src, &mut out, options, &mut decoded)?;
+        }
+    } else if options.pass_through {
+        decoded.method = Method::Copy;
+        copy_rest(&mut src, &mut out)?;
+    } else if magic.is_empty() || magic == [gzip::MAGIC[0]] {
+        return Err(Damage::Truncated.into());
+    } else {
+        return Err(Damage::NotGzip.into());
+    }
+    decoded.totals = Totals {
+        bytes_in: src.consumed(),
+        bytes_out: out.written(),
+    };
+    Ok(decoded)
+}
+
+/// Decodes gzip members for as long as they follow each other, then classifies the rest.
+fn gzip_members<R: Read, W: Write + ?Sized>(
+    src: &mut Source<R>,
+    out: &mut Output<'_, W>,
+    options: Options,
+    decoded: &mut Decoded,
+) -> Result<(), StreamError> {
+    let mut outbuf = vec![0; crate::stream::WRITE];
+    let mut first = true;
     loop {
-        if start == end && !eof {
-            start = 0;
-            end = read_some(&mut input, &mut inbuf)?;
-            eof = end == 0;
+        let member = gzip_member(src, out, &mut outbuf)?;
+        if first {
+            decoded.framing = member.framing;
+            decoded.mtime = member.mtime;
+            first = false;
         }
-        let step = decoder
-            .decode(&inbuf[start..end], &mut outbuf)
-            .map_err(StreamError::Decode)?;
-        start += step.consumed;
-        output
-            .write_all(&outbuf[..step.produced])
-            .map_err(StreamError::Write)?;
-        progress(Totals {
-            bytes_in: decoder.total_in(),
-            bytes_out: decoder.total_out(),
-        });
-        if step.produced == outbuf.len() {
-            continue;
-        }
-        let totals = Totals {
-            bytes_in: decoder.total_in(),
-            bytes_out: decoder.total_out(),
-        };
-        if start < end {
-            // The decoder stopped in front of bytes that do not start a member.
-            let trailing = classify(&inbuf[start..end], &mut input)?;
-            return Ok((totals, trailing));
-        }
-        if eof {
-            decoder.finish().map_err(StreamError::Decode)?;
-            return Ok((totals, Trailing::Nothing));
+        decoded.crc = member.crc;
+        if let Some(trailing) = after_member(src, out, options)? {
+            decoded.trailing = trailing;
+            return Ok(());
         }
     }
 }
 
-/// Reads what follows the last member (`first`, then the rest of `input`): zeros or not.
-fn classify<R: Read>(first: &[u8], input: &mut R) -> Result<Trailing, StreamError> {
-    if first.iter().any(|&b| b != 0) {
-        return Ok(Trailing::Garbage);
-    }
-    let mut buf = vec![0; READ];
-    loop {
-        match read_some(input, &mut buf)? {
-            0 => return Ok(Trailing::Zeros),
-            n if buf[..n].iter().any(|&b| b != 0) => return Ok(Trailing::Garbage),
-            _ => {}
+/// One gzip member's header facts.
+struct Member {
+    framing: u64,
+    mtime: u32,
+    crc: u32,
+}
+
+/// Decodes one member: header (RFC 1952 §2.3), raw deflate, then the trailer's CRC-32 and
+/// ISIZE, checked in that order as gzip does so its messages match.
+fn gzip_member<R: Read, W: Write + ?Sized>(
+    src: &mut Source<R>,
+    out: &mut Output<'_, W>,
+    outbuf: &mut [u8],
+) -> Result<Member, StreamError> {
+    let (header, header_len) = loop {
+        match gzip::parse_header(src.available()) {
+            Ok(Some(parsed)) => break parsed,
+            Ok(None) => {
+                if !src.refill()? {
+                    return Err(Damage::Truncated.into());
+                }
+            }
+            Err(HeaderError::Invalid) => return Err(header_problem(src.available()).into()),
         }
+    };
+    src.consume(header_len);
+    let (crc, length) = inflate_raw(src, out, outbuf)?;
+    if src.fill(8)? < 8 {
+        return Err(Damage::Truncated.into());
+    }
+    let trailer = src.available();
+    let word = |at: usize| {
+        let mut bytes = [0; 4];
+        if let Some(src) = trailer.get(at..at + 4) {
+            bytes.copy_from_slice(src);
+        }
+        u32::from_le_bytes(bytes)
+    };
+    let (stored_crc, stored_len) = (word(0), word(4));
+    // ISIZE is the length modulo 2^32 (RFC 1952 §2.3.1).
+    match (stored_crc == crc, stored_len == length as u32) {
+        (false, false) => return Err(Damage::CrcAndLength.into()),
+        (false, true) => return Err(Damage::Crc.into()),
+        (true, false) => return Err(Damage::Length.into()),
+        (true, true) => {}
+    }
+    src.consume(8);
+    Ok(Member {
+        framing: header_len as u64 + 8,
+        mtime: header.mtime,
+        crc,
+    })
+}
+
+/// gzip's message for a header the codec refused.
+fn header_problem(header: &[u8]) -> Damage {
+    match (header.get(2), header.get(3)) {
+        (Some(&method), _) if method != 8 => {
+            Damage::Unsupported(format!("unknown method {method} -- not supported"))
+        }
+        (_, Some(&flags)) if flags & FLAG_ENCRYPTED != 0 => {
+            Damage::Refused("is encrypted -- not supported".to_owned())
+        }
+        (_, Some(&flags)) if flags & FLAGS_RESERVED != 0 => {
+            Damage::Refused(format!("has flags 0x{flags:x} -- not supported"))
+        }
+        _ => Damage::Corrupt,
     }
 }
 
-fn read_some<R: Read>(input: &mut R, buf: &mut [u8]) -> Result<usize, StreamError> {
+/// Looks at what follows a member: `None` when another gzip member starts there, else what
+/// the rest is (copied first with pass-through).
+fn after_member<R: Read, W: Write + ?Sized>(
+    src: &mut Source<R>,
+    out: &mut Output<'_, W>,
+    options: Options,
+) -> Result<Option<Trailing>, StreamError> {
+    let rest = src.fill(2)?;
+    if rest == 0 {
+        return Ok(Some(Trailing::Nothing));
+    }
+    if src.available().starts_with(&gzip::MAGIC) {
+        return Ok(None);
+    }
+    if options.pass_through {
+        copy_rest(src, out)?;
+        return Ok(Some(Trailing::Copied));
+    }
+    let mut zeros = true;
     loop {
-        match input.read(buf) {
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            other => return other.map_err(StreamError::Read),
+        let chunk = src.available();
+        zeros &= chunk.iter().all(|&b| b == 0);
+        let n = chunk.len();
+        src.consume(n);
+        if !zeros || !src.refill()? {
+            break;
         }
+    }
+    Ok(Some(if zeros {
+        Trailing::Zeros
+    } else {
+        Trailing::Garbage
+    }))
+}
+
+/// Copies everything left in `src` to `out` unchanged.
+fn copy_rest<R: Read, W: Write + ?Sized>(
+    src: &mut Source<R>,
+    out: &mut Output<'_, W>,
+) -> Result<(), StreamError> {
+    loop {
+        let n = src.available().len();
+        if n == 0 && !src.refill()? {
+            return Ok(());
+        }
+        let n = src.available().len();
+        let consumed = src.consumed() + n as u64;
+        out.write(src.available(), consumed)?;
+        src.consume(n);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zipwire_codec::{compress, DecodeError, Level};
+    use zipwire_codec::{compress, Format, Level};
+
+    fn run_with(input: &[u8], options: Options) -> Result<(Vec<u8>, Decoded), StreamError> {
+        let mut out = Vec::new();
+        let decoded = decompress(input, &mut out, options, &mut |_| {})?;
+        assert_eq!(decoded.totals.bytes_out, out.len() as u64);
+        Ok((out, decoded))
+    }
 
     fn run(input: &[u8]) -> Result<(Vec<u8>, Trailing), StreamError> {
-        let mut out = Vec::new();
-        let (totals, trailing) = decompress(input, &mut out, &mut |_| {})?;
-        assert_eq!(totals.bytes_out, out.len() as u64);
-        Ok((out, trailing))
+        run_with(input, Options::default()).map(|(out, d)| (out, d.trailing))
     }
 
     #[test]
@@ -127,33 +280,80 @@ mod tests {
         assert_eq!(run(&two).unwrap(), (want.clone(), Trailing::Nothing));
 
         let mut padded = two.clone();
-        padded.extend(std::iter::repeat_n(0, 3 * READ));
+        padded.extend(std::iter::repeat_n(0, 600_000));
         assert_eq!(run(&padded).unwrap(), (want.clone(), Trailing::Zeros));
 
         let mut junk = two.clone();
         junk.extend_from_slice(b"\0\0junk");
-        assert_eq!(run(&junk).unwrap(), (want, Trailing::Garbage));
+        assert_eq!(run(&junk).unwrap(), (want.clone(), Trailing::Garbage));
+
+        // Pass-through copies what follows, zeros included, as gzip -cdf does.
+        let copy = Options { pass_through: true };
+        let (out, decoded) = run_with(&junk, copy).unwrap();
+        assert_eq!(decoded.trailing, Trailing::Copied);
+        assert_eq!(&out[..want.len()], &want[..]);
+        assert_eq!(&out[want.len()..], b"\0\0junk");
+        let (out, decoded) = run_with(b"plain text", copy).unwrap();
+        assert_eq!(
+            (out.as_slice(), decoded.method),
+            (&b"plain text"[..], Method::Copy)
+        );
+        assert_eq!(run_with(b"", copy).unwrap().0, b"");
     }
 
     #[test]
     fn damage_is_told_apart() {
         let wire = compress(Format::Gzip, Level::FASTEST, &vec![7u8; 100_000]);
         let kind = |input: &[u8]| match run(input) {
-            Err(StreamError::Decode(e)) => e,
+            Err(StreamError::Damaged(e)) => e,
             other => panic!("{other:?}"),
         };
-        assert_eq!(kind(b""), DecodeError::Truncated);
-        assert!(matches!(
-            kind(b"plain text"),
-            DecodeError::Corrupt { offset: 0 }
-        ));
-        assert_eq!(kind(&wire[..wire.len() - 3]), DecodeError::Truncated);
-        let mut bad_crc = wire.clone();
-        let at = bad_crc.len() - 6;
-        bad_crc[at] ^= 1;
-        assert!(matches!(
-            kind(&bad_crc),
-            DecodeError::ChecksumMismatch { .. }
-        ));
+        assert_eq!(kind(b""), Damage::Truncated);
+        assert_eq!(kind(b"\x1f"), Damage::Truncated);
+        assert_eq!(kind(b"plain text"), Damage::NotGzip);
+        assert_eq!(kind(&wire[..5]), Damage::Truncated);
+        assert_eq!(kind(&wire[..wire.len() - 3]), Damage::Truncated);
+        let flip = |at: usize| {
+            let mut bad = wire.clone();
+            bad[at] ^= 1;
+            bad
+        };
+        assert_eq!(kind(&flip(wire.len() - 6)), Damage::Crc);
+        assert_eq!(kind(&flip(wire.len() - 2)), Damage::Length);
+        let mut method = wire.clone();
+        method[2] = 7;
+        assert_eq!(
+            kind(&method),
+            Damage::Unsupported("unknown method 7 -- not supported".into())
+        );
+        let mut corrupt = wire.clone();
+        corrupt[10] = 0xff; // block type 3 is reserved (RFC 1951 §3.2.3)
+        assert_eq!(kind(&corrupt), Damage::Corrupt);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Any bytes after any magic number: an answer, never a panic or a hang.
+        #[test]
+        fn arbitrary_input_never_panics(
+            magic in proptest::sample::select(vec![
+                // gzip, zip (deflated and stored, no flags), compress (16 bits in block mode,
+                // 12 bits without), pack (longest code 8), and none.
+                &b"\x1f\x8b\x08\x00"[..],
+                b"PK\x03\x04\x14\x00\x00\x00\x08\x00",
+                b"PK\x03\x04\x0a\x00\x00\x00\x00\x00",
+                b"\x1f\x9d\x90",
+                b"\x1f\x9d\x0c",
+                b"\x1f\x1e\x00\x00\x01\x00\x08",
+                b"",
+            ]),
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+            pass_through in proptest::prelude::any::<bool>(),
+        ) {
+            let mut input = magic.to_vec();
+            input.extend_from_slice(&body);
+            let _ = run_with(&input, Options { pass_through });
+        }
     }
 }

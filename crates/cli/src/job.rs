@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 use zipwire_codec::format::gzip;
 
-use crate::error::{io_message, StreamError};
-use crate::inflate::{self, Trailing};
-use crate::list::Listing;
+use crate::error::{io_message, Damage, StreamError};
+use crate::inflate::{self, Decoded, Method, Trailing};
+use crate::list::{Listing, Row};
 use crate::member::{self, MemberOptions, Totals};
 use crate::names;
 use crate::progress::Progress;
+use crate::ratio::{format_percent, percent_saved};
 use crate::staged::Staged;
 use crate::{Mode, Options, Status};
 
@@ -27,7 +28,7 @@ pub fn run(options: &Options, operands: &[PathBuf]) -> Status {
     let mut job = Job {
         options,
         status: Status::Success,
-        listing: Listing::new(options.verbose),
+        listing: Listing::new(options.verbose, options.quiet),
         stdout: BufWriter::with_capacity(STDOUT_BUFFER, io::stdout()),
         stopped: false,
     };
@@ -112,7 +113,16 @@ impl Job<'_> {
             return;
         }
         let header = gzip::Header::minimal(self.options.level.get());
-        self.process(Path::new("stdin"), io::stdin().lock(), None, sink, header);
+        self.process(
+            Input {
+                path: Path::new("stdin"),
+                reader: io::stdin().lock(),
+                meta: None,
+                is_stdin: true,
+            },
+            sink,
+            header,
+        );
     }
 
     fn path(&mut self, path: &Path) {
@@ -155,7 +165,16 @@ impl Job<'_> {
             Err(err) => return self.fail(path, io_message(&err)),
         };
         let header = self.header_for(path, &meta);
-        self.process(path, input, Some(&meta), sink, header);
+        self.process(
+            Input {
+                path,
+                reader: input,
+                meta: Some(&meta),
+                is_stdin: false,
+            },
+            sink,
+            header,
+        );
     }
 
     fn directory(&mut self, dir: &Path) {
@@ -224,7 +243,9 @@ impl Job<'_> {
                 ));
                 return None;
             };
-            target
+            // -N: the name stored in the header, in the input's directory, as gzip -dN.
+            let stored = options.restore_time.then(|| stored_name(path)).flatten();
+            stored.map_or(target, |name| path.with_file_name(name))
         };
         if meta.nlink() > 1 && !options.force {
             self.warn(format_args!(
@@ -241,7 +262,11 @@ impl Job<'_> {
     /// Refuses an existing output without `-f`.
     fn free_target(&mut self, target: &Path, replace: bool) -> Option<Sink> {
         if !self.options.force && fs::symlink_metadata(target).is_ok() {
-            self.fail(target, "already exists; not overwritten (use -f to force)");
+            // gzip asks on a terminal; elsewhere it warns (exit 2), as here.
+            self.warn(format_args!(
+                "{} already exists;\tnot overwritten",
+                target.display()
+            ));
             return None;
         }
         Some(Sink::File {
@@ -251,25 +276,34 @@ impl Job<'_> {
     }
 
     /// The gzip header for a file: its name and time unless `-n`.
-    fn header_for(&self, path: &Path, meta: &Metadata) -> gzip::Header {
+    fn header_for(&mut self, path: &Path, meta: &Metadata) -> gzip::Header {
         let mut header = gzip::Header::minimal(self.options.level.get());
-        if self.options.save_name {
+        if self.options.save_name && self.options.mode == Mode::Compress {
             header.name = path.file_name().map(|name| name.as_bytes().to_vec());
-            // Times outside the field's 32 bits are stored as 0, "no time", as gzip does.
-            header.mtime = u32::try_from(meta.mtime()).unwrap_or(0);
+            // The field holds 1970 to 2106 (RFC 1952 §2.3.1, 0 meaning "no time"): other
+            // times are stored as 0 with gzip's warning.
+            header.mtime = match u32::try_from(meta.mtime()) {
+                Ok(mtime) => mtime,
+                Err(_) => {
+                    self.warn(format_args!(
+                        "{}: warning: file timestamp out of range for gzip format",
+                        path.display()
+                    ));
+                    0
+                }
+            };
         }
         header
     }
 
     /// Runs one input into its sink and reports.
-    fn process(
-        &mut self,
-        path: &Path,
-        input: impl Read,
-        meta: Option<&Metadata>,
-        sink: Sink,
-        header: gzip::Header,
-    ) {
+    fn process<R: Read>(&mut self, input: Input<'_, R>, sink: Sink, header: gzip::Header) {
+        let Input {
+            path,
+            reader: input,
+            meta,
+            is_stdin,
+        } = input;
         let options = self.options;
         let compressing = options.mode == Mode::Compress;
         let label = path.display().to_string();
@@ -280,7 +314,16 @@ impl Job<'_> {
             options.progress,
         );
         let mut update = |totals: Totals| progress.update(totals);
-        let header_len = header.to_bytes().len() as u64;
+        // The bytes gzip leaves out of a compressed file's ratio: header and trailer.
+        let framing = header.to_bytes().len() as u64 + 8;
+        // gzip copies unknown data through only where it goes to a stream (gzip.c's
+        // `force && to_stdout && !list`; standard input and -t count as such there).
+        let to_stream = options.to_stdout || options.output.is_some() || is_stdin;
+        let decode = inflate::Options {
+            pass_through: options.force
+                && options.mode != Mode::List
+                && (to_stream || options.mode == Mode::Test),
+        };
         let run = |output: &mut dyn Write, update: &mut dyn FnMut(Totals)| {
             if compressing {
                 let member = MemberOptions {
@@ -289,9 +332,16 @@ impl Job<'_> {
                     header,
                     block_size: member::BLOCK,
                 };
-                member::compress(input, output, &member, update).map(|t| (t, Trailing::Nothing))
+                member::compress(input, output, &member, update).map(|totals| Decoded {
+                    totals,
+                    trailing: Trailing::Nothing,
+                    method: Method::Deflate,
+                    framing,
+                    mtime: 0,
+                    crc: 0,
+                })
             } else {
-                inflate::decompress(input, output, update)
+                inflate::decompress(input, output, decode, update)
             }
         };
         let result = match &sink {
@@ -307,38 +357,54 @@ impl Job<'_> {
             }
             Sink::File { target, .. } => match Staged::create(target) {
                 Ok(mut staged) => run(&mut staged, &mut update).and_then(|done| {
-                    let trailing_ok = done.1;
+                    if done.trailing == Trailing::MoreEntries {
+                        // gzip keeps a multi-entry zip whole rather than lose the others.
+                        return Err(StreamError::Damaged(Damage::Refused(
+                            "has more than one entry -- unchanged".to_owned(),
+                        )));
+                    }
                     staged
                         .commit(target, meta, options.force)
-                        .map(|()| (done.0, trailing_ok))
+                        .and_then(|()| restore_time(options, target, done.mtime))
+                        .map(|()| done)
                         .map_err(StreamError::Write)
                 }),
                 Err(err) => Err(StreamError::Write(err)),
             },
         };
         progress.finish();
-        let (totals, trailing) = match result {
+        let done = match result {
             Ok(done) => done,
             Err(err) => return self.report_failure(path, &sink, &err),
         };
-        if trailing == Trailing::Garbage {
-            self.warn(format_args!(
+        match done.trailing {
+            Trailing::Garbage => self.warn(format_args!(
                 "{}: decompression OK, trailing garbage ignored",
                 path.display()
-            ));
+            )),
+            Trailing::MoreEntries => self.warn(format_args!(
+                "{} has more than one entry--rest ignored",
+                path.display()
+            )),
+            _ => {}
         }
-        if let Sink::File {
-            target,
-            replace: true,
-        } = &sink
-        {
+        if let Sink::File { replace: true, .. } = &sink {
             if let Err(err) = fs::remove_file(path) {
                 self.fail(path, io_message(&err));
             }
-            self.report_done(path, totals, header_len, Some(target));
-        } else {
-            self.report_done(path, totals, header_len, None);
         }
+        let file_mtime = meta.map_or_else(now, MetadataExt::mtime);
+        let report = Report {
+            path,
+            is_stdin,
+            done,
+            file_mtime,
+            target: match &sink {
+                Sink::File { target, replace } => Some((target.as_path(), *replace)),
+                _ => None,
+            },
+        };
+        self.report_done(&report);
     }
 
     fn report_failure(&mut self, path: &Path, sink: &Sink, err: &StreamError) {
@@ -351,61 +417,124 @@ impl Job<'_> {
             }
             (StreamError::Write(_), Sink::Stdout) => self.fail("stdout", err),
             (StreamError::Write(_), Sink::File { target, .. }) => self.fail(target, err),
+            (StreamError::Damaged(Damage::Refused(text)), _) => {
+                eprintln!("{}: {} {text}", self.options.program, path.display());
+                self.status = self.status.max(Status::Failure);
+            }
+            (StreamError::Damaged(Damage::CrcAndLength), _) => {
+                self.fail(path, err);
+                self.fail(path, Damage::Length);
+            }
             _ => self.fail(path, err),
         }
     }
 
-    /// `-v` lines and `-l` rows, in gzip's layout.
-    fn report_done(
-        &mut self,
-        path: &Path,
-        totals: Totals,
-        header_len: u64,
-        target: Option<&PathBuf>,
-    ) {
+    /// `-v` lines and `-l` rows, in gzip's layout (gzip.c's `treat_file` and `treat_stdin`).
+    fn report_done(&mut self, report: &Report<'_>) {
         let options = self.options;
+        let Report {
+            path,
+            is_stdin,
+            done,
+            target,
+            file_mtime,
+        } = *report;
+        let (plain, packed) = if options.mode == Mode::Compress {
+            (done.totals.bytes_in, done.totals.bytes_out)
+        } else {
+            (done.totals.bytes_out, done.totals.bytes_in)
+        };
+        let saved = format_percent(percent_saved(plain, packed, done.framing));
         match options.mode {
             Mode::List => {
-                let name =
-                    names::decompressed(path, &options.suffix).unwrap_or_else(|| path.to_owned());
-                self.listing.row(totals.bytes_in, totals.bytes_out, &name);
-            }
-            Mode::Test if options.verbose => eprintln!("{}:\t OK", path.display()),
-            Mode::Compress | Mode::Decompress if options.verbose => {
-                let (plain, packed) = if options.mode == Mode::Compress {
-                    // gzip's figure leaves out the header and the 8-byte trailer.
-                    (
-                        totals.bytes_in,
-                        totals.bytes_out.saturating_sub(header_len + 8),
-                    )
+                // gzip names standard input's row "stdout", where its data would go.
+                let name = if is_stdin {
+                    PathBuf::from("stdout")
                 } else {
-                    (totals.bytes_out, totals.bytes_in)
+                    names::decompressed(path, &options.suffix).unwrap_or_else(|| path.to_owned())
                 };
-                let saved = percent_saved(plain, packed);
-                match target {
-                    Some(target) if options.keep => eprintln!(
-                        "{}:\t{saved:5.1}% -- created {}",
-                        path.display(),
-                        target.display()
-                    ),
-                    Some(target) => eprintln!(
-                        "{}:\t{saved:5.1}% -- replaced with {}",
-                        path.display(),
-                        target.display()
-                    ),
-                    None => eprintln!("{}:\t{saved:5.1}%", path.display()),
-                }
+                // As for the output's time: the header's only with -N.
+                let mtime = match done.mtime {
+                    header if header != 0 && options.restore_time => i64::from(header),
+                    _ => file_mtime,
+                };
+                self.listing.row(
+                    &Row {
+                        decoded: done,
+                        mtime,
+                    },
+                    &name,
+                );
+            }
+            Mode::Test if options.verbose && is_stdin => eprintln!(" OK"),
+            Mode::Test if options.verbose => eprintln!("{}:\t OK", path.display()),
+            // gzip prints only the ratio for standard input, and nothing when decompressing it.
+            Mode::Compress if options.verbose && is_stdin => eprintln!("{saved}"),
+            Mode::Decompress if is_stdin => {}
+            Mode::Compress | Mode::Decompress if options.verbose => {
+                let (verb, target) = match target {
+                    Some((target, true)) => ("replaced with", target.display().to_string()),
+                    Some((target, false)) => ("created", target.display().to_string()),
+                    // gzip's wording for -c, odd as it is: scripts parse it.
+                    None => ("replaced with", "stdout".to_owned()),
+                };
+                eprintln!("{}:\t{saved} -- {verb} {target}", path.display());
             }
             _ => {}
         }
     }
 }
 
-/// Space saved, as gzip prints it: 100 × (1 − packed / plain), 0 for empty input.
-pub(crate) fn percent_saved(plain: u64, packed: u64) -> f64 {
-    if plain == 0 {
-        0.0
-    } else {
-        100.0 * (1.0 - packed as f64 / plain as f64)
+/// The file name stored in `path`'s gzip header, without any directory part (a header
+/// cannot send the output elsewhere); `None` when there is none or the file is not gzip.
+fn stored_name(path: &Path) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut head = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(gzip::MAX_HEADER_LEN as u64)
+        .read_to_end(&mut head)
+        .ok()?;
+    let (header, _) = gzip::parse_header(&head).ok()??;
+    let name = header.name?;
+    let base = name.rsplit(|&b| b == b'/').next()?.to_vec();
+    match base.as_slice() {
+        b"" | b"." | b".." => None,
+        _ => Some(std::ffi::OsString::from_vec(base)),
     }
+}
+
+/// `-d -N`: the output gets the time stored in the gzip header, when there is one.
+fn restore_time(options: &Options, target: &Path, mtime: u32) -> io::Result<()> {
+    if options.mode != Mode::Decompress || !options.restore_time || mtime == 0 {
+        return Ok(());
+    }
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(mtime));
+    File::options().write(true).open(target)?.set_modified(time)
+}
+
+/// Seconds since 1970, for standard input's listing date.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// One input and what is known of it.
+struct Input<'a, R> {
+    path: &'a Path,
+    reader: R,
+    meta: Option<&'a Metadata>,
+    is_stdin: bool,
+}
+
+/// What a finished file's report needs.
+struct Report<'a> {
+    path: &'a Path,
+    is_stdin: bool,
+    done: Decoded,
+    /// The output file, and whether it replaced the input.
+    target: Option<(&'a Path, bool)>,
+    /// The input's modification time (now for standard input, as a pipe's is).
+    file_mtime: i64,
 }

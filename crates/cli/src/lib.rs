@@ -11,8 +11,9 @@
 //!   level 2 serves both `-1` and `-2`; 4-9 with zlib-rs primed with the previous 32 KB) and
 //!   stitched in order with the CRC-32s combined, so the output is the same whatever the
 //!   thread count and memory stays bounded.
-//! - [`inflate`] decodes any number of members with bounded memory and tells trailing zeros
-//!   from trailing garbage.
+//! - [`inflate`] decodes what `gzip -d` reads (gzip members, the first entry of a zip,
+//!   compress's LZW, pack) with bounded memory, tells trailing zeros from trailing garbage,
+//!   and passes unknown data through for `-cdf`.
 //! - [`staged`] is how files are written: a temporary file in the target's directory, synced,
 //!   then renamed into place; the input is removed only after that.
 //!
@@ -21,7 +22,8 @@
 //! pigz's block-parallel scheme needs an encoder that can end a block on a byte boundary and
 //! be primed with a dictionary; no crate offers the gzip command line's safety rules and
 //! messages. Compression, inflate and checksums come from `zipwire-codec`, zlib-rs and
-//! crc32fast (whose `combine` joins the per-block CRCs).
+//! crc32fast (whose `combine` joins the per-block CRCs); compress's LZW and pack are decoded
+//! here (their modules say why).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -31,17 +33,23 @@ pub mod inflate;
 mod interrupt;
 mod job;
 mod list;
+mod lzw;
 pub mod member;
 pub mod names;
 mod progress;
+mod ratio;
+mod source;
 pub mod staged;
+mod stream;
+mod unpack;
+mod unzip;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use zipwire_codec::Level;
 
-pub use error::StreamError;
+pub use error::{Damage, StreamError};
 pub use job::run;
 
 /// What to do with each operand.
@@ -85,6 +93,9 @@ pub struct Options {
     pub threads: usize,
     /// Store the file's name and time in the header (gzip's default; `-n` turns it off).
     pub save_name: bool,
+    /// When decompressing, give the output the header's name and time rather than the input
+    /// file's (`-N`).
+    pub restore_time: bool,
     /// Show a progress bar on a terminal for large inputs (off with `-q`).
     pub progress: bool,
     /// Name used in messages (`zipwire`, or `gzip` when run under that name).

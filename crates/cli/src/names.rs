@@ -33,7 +33,7 @@ pub fn compressed_suffix(path: &Path, suffix: &OsStr) -> Option<String> {
     }
     KNOWN
         .iter()
-        .find(|(known, _)| name.len() > known.len() && name.ends_with(known.as_bytes()))
+        .find(|(known, _)| ends_with_known(name, known))
         .map(|(known, _)| (*known).to_owned())
 }
 
@@ -46,12 +46,19 @@ pub fn decompressed(path: &Path, suffix: &OsStr) -> Option<PathBuf> {
     } else {
         let (known, add) = KNOWN
             .iter()
-            .find(|(known, _)| name.len() > known.len() && name.ends_with(known.as_bytes()))?;
+            .find(|(known, _)| ends_with_known(name, known))?;
         (known.len(), add.as_bytes())
     };
     let mut plain = name[..name.len() - cut].to_vec();
     plain.extend_from_slice(add);
     Some(path.with_file_name(OsString::from_vec(plain)))
+}
+
+/// Whether `name` ends with a suffix gzip knows, in any case (gzip lowercases the name
+/// first: `f.Z` and `f.GZ` decompress to `f`), and is longer than it.
+fn ends_with_known(name: &[u8], known: &str) -> bool {
+    name.len() > known.len()
+        && name[name.len() - known.len()..].eq_ignore_ascii_case(known.as_bytes())
 }
 
 #[cfg(test)]
@@ -70,6 +77,8 @@ mod tests {
             ("x.tgz", Some("x.tar")),
             ("x-gz", Some("x")),
             ("x_z", Some("x")),
+            ("x.Z", Some("x")),
+            ("x.TGZ", Some("x.tar")),
             (".gz", None),
             ("plain", None),
         ] {

@@ -41,8 +41,8 @@ pub struct FileArgs {
     #[arg(short = 'l', long)]
     pub list: bool,
 
-    /// Suffix of compressed files.
-    #[arg(short = 'S', long, value_name = "SUF", default_value = ".gz", value_parser = parse_suffix)]
+    /// Suffix of compressed files (not empty, at most 30 bytes, no '/').
+    #[arg(short = 'S', long, value_name = "SUF", default_value = ".gz")]
     pub suffix: OsString,
 
     /// Work on directories' files, recursively.
@@ -53,6 +53,18 @@ pub struct FileArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
+    /// Flush each output file to its storage device before the input is removed (always done).
+    #[arg(long)]
+    pub synchronous: bool,
+
+    /// Accepted for gzip's scripts; no effect (the output is not made rsync-friendly).
+    #[arg(long)]
+    pub rsyncable: bool,
+
+    /// Display the license and exit.
+    #[arg(short = 'L', long)]
+    pub license: bool,
+
     /// Write the output to FILE (one input; the input is kept).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -62,11 +74,12 @@ pub struct FileArgs {
           value_parser = value_parser!(u16).range(1..=1024))]
     pub processes: Option<u16>,
 
-    /// Do not store the file's name and time in the header.
-    #[arg(short = 'n', long = "no-name")]
+    /// Do not save the file's name and time in the header (nor restore the time: the default
+    /// when decompressing).
+    #[arg(short = 'n', long = "no-name", overrides_with = "name")]
     pub no_name: bool,
 
-    /// Store the file's name and time in the header (the default).
+    /// Save the file's name and time (the default); when decompressing, restore them.
     #[arg(short = 'N', long = "name", overrides_with = "no_name")]
     pub name: bool,
 
@@ -138,6 +151,21 @@ pub fn run_as(personality: Personality) -> ExitCode {
 
 /// Runs `zipwire compress` (or `decompress`, with `args.decompress` set).
 pub fn run(args: &FileArgs, verbose: bool, program: &str) -> ExitCode {
+    if args.license {
+        println!(
+            "{program} (zipwire {})\n{LICENSE}",
+            env!("CARGO_PKG_VERSION")
+        );
+        return ExitCode::SUCCESS;
+    }
+    if !valid_suffix(&args.suffix) {
+        // gzip's message and status (1) for a suffix it refuses, empty included.
+        eprintln!(
+            "{program}: invalid suffix '{}'",
+            args.suffix.to_string_lossy()
+        );
+        return ExitCode::from(1);
+    }
     let mode = if args.list {
         Mode::List
     } else if args.test {
@@ -162,18 +190,27 @@ pub fn run(args: &FileArgs, verbose: bool, program: &str) -> ExitCode {
         verbose,
         output: args.output.clone(),
         threads,
-        save_name: !args.no_name || args.name,
+        save_name: !args.no_name,
+        restore_time: args.name,
         progress: !args.quiet,
         program: program.to_owned(),
     };
     ExitCode::from(zipwire_cli::run(&options, &args.files).exit_code())
 }
 
-fn parse_suffix(text: &str) -> Result<OsString, String> {
-    if text.is_empty() || text.contains('/') {
-        return Err("a suffix is not empty and has no '/'".to_owned());
-    }
-    Ok(OsString::from(text))
+/// gzip's `MAX_SUFFIX`.
+const MAX_SUFFIX: usize = 30;
+
+/// What `-L` prints.
+const LICENSE: &str = "Licensed under the MIT license or the Apache License 2.0, at your option.\n\
+    This is free software: you are free to change and redistribute it.\n\
+    There is NO WARRANTY, to the extent permitted by law.";
+
+/// A suffix gzip accepts: not empty, at most 30 bytes. A '/' is refused too (gzip takes it and
+/// then fails on every file).
+fn valid_suffix(suffix: &OsStr) -> bool {
+    let bytes = suffix.as_encoded_bytes();
+    !bytes.is_empty() && bytes.len() <= MAX_SUFFIX && !bytes.contains(&b'/')
 }
 
 /// `-1` … `-9`, `--fast`, `--best`: the last one given wins, as in gzip.
@@ -266,7 +303,12 @@ mod tests {
         assert!(args.decompress && args.stdout && args.keep);
         assert_eq!(args.level.level, Some(5));
         assert_eq!(args.files, [PathBuf::from("f.gz")]);
-        assert!(GzipCli::try_parse_from(["gzip", "-S", ""]).is_err());
+        assert!(!valid_suffix(OsStr::new("")));
+        assert!(!valid_suffix(OsStr::new("a/b")));
+        assert!(!valid_suffix(OsStr::new(&"x".repeat(31))));
+        assert!(valid_suffix(OsStr::new(".zw")));
+        let args = parse(&["--synchronous", "--rsyncable", "-N", "-L", "-n"]);
+        assert!(args.synchronous && args.rsyncable && args.license && args.no_name && !args.name);
     }
 
     #[test]
