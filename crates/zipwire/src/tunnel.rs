@@ -20,7 +20,7 @@ use zipwire_tunnel::startups::{self, Limits};
 use zipwire_tunnel::stats::Stats;
 use zipwire_tunnel::tls::{self, Fingerprint};
 
-use crate::value::{parse_percent, parse_size, parse_socket_addr};
+use crate::value::{parse_duration, parse_percent, parse_size, parse_socket_addr};
 
 /// `zipwire tunnel`: which end.
 #[derive(Debug, Args)]
@@ -165,23 +165,6 @@ fn parse_choice(text: &str) -> Result<Choice, String> {
         }
     };
     Ok(Choice::Fixed(method))
-}
-
-/// `30s`, `500ms`, `2m` or plain seconds (`1.5`).
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("'{text}' is not a duration such as 30s, 500ms or 2m");
-    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let scale = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        _ => return Err(bad()),
-    };
-    let value: f64 = number.trim().parse().map_err(|_| bad())?;
-    Duration::try_from_secs_f64(value * scale).map_err(|_| bad())
 }
 
 fn parse_startups(text: &str) -> Result<usize, String> {
