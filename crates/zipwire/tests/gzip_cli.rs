@@ -586,7 +586,10 @@ fn memory_stays_bounded_on_a_long_pipe() {
     let run = sb.run_program("python3", &["-c", &script], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let peak_kib: u64 = String::from_utf8_lossy(&run.stdout).trim().parse().unwrap();
-    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+    // README and docs/design/cli.md promise about 14 MB (13.6 MiB measured): the bound leaves
+    // room for allocator noise, not for a buffer that grows with the input (a 64 MB read-ahead
+    // would already pass 64 MiB).
+    assert!(peak_kib < 20 * 1024, "peak RSS {peak_kib} KiB");
 }
 
 #[test]
