@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seeds fuzz/corpus/<target> for every target that takes real data, so the fuzzers start from
 # real gzip/zlib/raw streams, headers, tunnel frames and Accept-Encoding lines rather than from
-# nothing. Needs gzip, zstd and python3. Under CI=true a missing corpus is an error.
+# nothing. Needs gzip, zstd, python3 and ncompress's compress. Under CI=true a missing corpus is
+# an error.
 set -euo pipefail
 cd "$(dirname "$0")"
 src="${ZIPWIRE_CORPUS:-$(pwd)/../../shared/corpus}"
@@ -11,7 +12,8 @@ if [ ! -d "$src" ]; then
     echo "seed.sh: fuzzers start empty" >&2
     exit 0
 fi
-mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/tunnel_frames corpus/accept_encoding
+mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/tunnel_frames corpus/accept_encoding \
+    corpus/cli_decompress
 # Files up to 8 KB: big enough to hold every block type, small enough for libFuzzer's -max_len.
 find "$src" -type f -size -8k | sort | while read -r file; do
     name=$(basename "$file")
@@ -54,6 +56,24 @@ if len(full) <= 256 * 1024:
     wire += frame(3, 3, full, zst)
 open(sys.argv[3], 'wb').write(wire + b'E')
 PY
+    # cli_decompress takes a flags byte (bit 0: -f's pass-through), then what gzip -d reads:
+    # a gzip file, a zip of one entry (deflated and stored), compress's LZW.
+    { printf '\x00'; gzip -6 -c "$file"; } > "corpus/cli_decompress/$name.gz"
+    python3 - "$file" "corpus/cli_decompress/$name" <<'PY'
+import io, sys, zipfile
+data = open(sys.argv[1], 'rb').read()
+for kind, method in (('deflated', zipfile.ZIP_DEFLATED), ('stored', zipfile.ZIP_STORED)):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w', method) as z:
+        z.writestr('entry', data)
+    open('%s.%s.zip' % (sys.argv[2], kind), 'wb').write(b'\x00' + buf.getvalue())
+PY
+    if command -v compress > /dev/null; then
+        { printf '\x00'; compress -c "$file"; } > "corpus/cli_decompress/$name.Z"
+    elif [ "${CI:-}" = true ]; then
+        echo "seed.sh: compress (ncompress) is missing" >&2
+        exit 1
+    fi
 done
 rm -f corpus/.zst
 # accept_encoding takes header lines split at '\n': what browsers, curl and crawlers send.
@@ -63,6 +83,6 @@ for lines in 'gzip, deflate, br, zstd' 'gzip;q=1.0, identity; q=0.5, *;q=0' 'br;
     i=$((i + 1))
     printf "$lines" > "corpus/accept_encoding/seed-$i"
 done
-for target in inflate gzip_header roundtrip tunnel_frames accept_encoding; do
+for target in inflate gzip_header roundtrip tunnel_frames accept_encoding cli_decompress; do
     printf 'seed.sh: %s: %s inputs\n' "$target" "$(ls "corpus/$target" | wc -l)"
 done
