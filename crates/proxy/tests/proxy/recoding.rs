@@ -292,3 +292,33 @@ async fn a_gzip_body_failing_mid_stream_never_looks_complete() {
         "what was sent is a prefix of the page"
     );
 }
+
+/// A gzip bomb from the origin (50 MB of zeros in about 50 KB) for a client without gzip: the
+/// decoded body goes out until `gunzip_max_output`, then the connection is cut, and the client
+/// never receives a complete-looking body or more than the cap (issue 27, point 4).
+#[tokio::test]
+async fn a_gunzip_bomb_is_cut_at_the_cap_and_never_looks_complete() {
+    const CAP: u64 = 4 << 20;
+    let bomb = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &vec![0; 50 << 20]);
+    assert!(bomb.len() < 100_000, "{} bytes", bomb.len());
+    let origin = RawOrigin::start(gzip_response(&bomb)).await;
+    let proxy = Proxy::start(vec![upstream(origin.addr)], |config| {
+        config.compression.gunzip_max_output = CAP;
+    })
+    .await;
+    let raw = raw_exchange(proxy.addr, identity_request("/bomb").as_bytes(), LIMIT).await;
+    let (head, body) = split_head(&raw);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let (data, _, ended) = dechunk(body);
+    assert!(!ended, "the capped body ended cleanly");
+    assert!(
+        data.len() as u64 <= CAP,
+        "{} bytes past the cap",
+        data.len()
+    );
+    assert!(data.iter().all(|&b| b == 0));
+    assert!(
+        data.len() > 64 * 1024,
+        "the head went out with the first part"
+    );
+}
