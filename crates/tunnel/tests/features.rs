@@ -208,7 +208,7 @@ async fn a_spent_cpu_budget_sends_compressible_traffic_raw() {
         .map(|(_, c)| c.blocks)
         .sum();
     assert!(
-        capped * 2 >= blocks && compressed >= 1 && compressed <= 4,
+        capped * 2 >= blocks && (1..=4).contains(&compressed),
         "{capped} of {blocks} frames raw for the CPU cap, {compressed} compressed:\n{}",
         stats.report()
     );
@@ -393,7 +393,7 @@ async fn a_tls12_only_client_is_refused() {
     let tls13 = handshake(&rustls::version::TLS13).await;
     assert!(tls13.is_ok(), "{:?}", tls13.err());
     let tls12 = handshake(&rustls::version::TLS12).await;
-    let error = tls12.err().expect("a TLS 1.2 client got in");
+    let error = tls12.expect_err("a TLS 1.2 client got in");
     assert!(
         error.to_string().contains("ProtocolVersion"),
         "refused, but not for its version: {error}"
