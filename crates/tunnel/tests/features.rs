@@ -184,7 +184,8 @@ async fn a_spent_cpu_budget_sends_compressible_traffic_raw() {
     let keys = keys();
     let target = echo_target().await;
     let (server, _) = start_server(&keys, target, shared(Choice::Auto)).await;
-    // 0.01% of a core over a second is 100 µs: the first compressed block spends it.
+    // 0.01% of a core over a second is 100 µs: the first compressed blocks spend it (and,
+    // on a machine so loaded that the transfer outlasts the window, one more per second).
     let budget = Budget::new(BudgetSpec {
         max_cpu: Some(0.01),
         ..BudgetSpec::default()
@@ -208,7 +209,7 @@ async fn a_spent_cpu_budget_sends_compressible_traffic_raw() {
         .map(|(_, c)| c.blocks)
         .sum();
     assert!(
-        capped * 2 >= blocks && (1..=4).contains(&compressed),
+        capped * 2 >= blocks && compressed >= 1 && compressed * 4 <= blocks,
         "{capped} of {blocks} frames raw for the CPU cap, {compressed} compressed:\n{}",
         stats.report()
     );
