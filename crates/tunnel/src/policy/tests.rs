@@ -392,3 +392,60 @@ fn tiny_blocks_go_raw_untried_whatever_the_choice() {
         ));
     }
 }
+
+/// Runs `blocks` full blocks of one connection over `link` as the relay does, the pace
+/// handed on through `memory` from the connections before; returns the highest method used
+/// and how many blocks went raw for an idle or too fast link.
+fn connection(
+    memory: &mut crate::pace_memory::PaceMemory,
+    link: &mut Sim,
+    blocks: u32,
+    (worked, ratio): (u64, f64),
+) -> (Method, usize) {
+    let now = std::time::Instant::now();
+    let mut policy = Policy::new(Choice::Auto, true);
+    if let Some(pace) = memory.recall(now) {
+        policy.recall_pace(pace);
+    }
+    let (mut highest, mut raw) = (policy.method(), 0);
+    for _ in 0..blocks {
+        raw += link.run(&mut policy, 1, worked, ratio);
+        highest = highest.max(policy.method());
+        if let Some(pace) = policy.measured_pace() {
+            memory.remember(pace, now);
+        }
+    }
+    (highest, raw)
+}
+
+#[test]
+fn the_level_goes_up_on_a_slow_link_and_down_to_raw_on_a_fast_one() {
+    // The scenario of a 24 MB transfer of text (192 blocks of 128 KB), on synthetic links
+    // and a synthetic compressor (a block in 0.5 ms at ratio 6, 260 MB/s of input), so that
+    // it tests the policy, not the speed of the machine that runs it.
+    let compressor = (500, 6.0);
+    let blocks = 192;
+    // 2 MB/s, the kernel always holding bytes back: the link limits, and the ladder climbs
+    // past the first rungs with no raw block.
+    let mut memory = crate::pace_memory::PaceMemory::default();
+    let mut slow = Sim::new(2e6, 64 * 1024);
+    let (highest, raw) = connection(&mut memory, &mut slow, blocks, compressor);
+    assert!(
+        highest >= Method::new(Codec::Zstd, 6).unwrap(),
+        "highest {highest} on a slow link"
+    );
+    assert_eq!(raw, 0, "raw blocks on a slow link");
+    // 2 GB/s, the socket empty after each block: a link far faster than the compressor.
+    // The first connection learns it and sends most blocks raw; the second (over a TCP
+    // connection of its own) starts from the pace the endpoint remembers, and sends every
+    // block raw but the first, which measures the compressor.
+    let mut memory = crate::pace_memory::PaceMemory::default();
+    let fast = || Sim::new(2e9, 0);
+    let (_, first) = connection(&mut memory, &mut fast(), blocks, compressor);
+    assert!(
+        first * 2 > blocks as usize,
+        "{first} of {blocks} blocks raw on a fast link"
+    );
+    let (_, second) = connection(&mut memory, &mut fast(), blocks, compressor);
+    assert_eq!(second, blocks as usize - 1, "with the pace remembered");
+}

@@ -1,0 +1,242 @@
+//! `zipwire tunnel`'s compression flags as users run them: `--level`, `--block-size`,
+//! `--max-cpu`, and the `-v` report at exit, read from the processes' own output.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zipwire");
+
+/// A process killed on drop, its stderr captured to a file.
+struct Running {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(args: &[&str], log: &Path) -> Running {
+        let file = std::fs::File::create(log).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Running {
+            child,
+            log: log.to_owned(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.log().contains(text) {
+            assert!(Instant::now() < deadline, "no {text:?} in:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends SIGTERM and waits for a successful exit; returns the log.
+    fn terminate(mut self) -> String {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "still running:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{status}:\n{}", self.log());
+        self.log()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// An echo target on a thread; returns its address.
+fn echo_target() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = stream.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    addr
+}
+
+/// Sends `data` through `addr`, half-closes, reads all back.
+fn exchange(addr: &str, data: &[u8]) -> Vec<u8> {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let data = data.to_vec();
+    let sending = std::thread::spawn(move || {
+        writer.write_all(&data).unwrap();
+        writer.shutdown(Shutdown::Write).unwrap();
+    });
+    let mut back = Vec::new();
+    (&stream).read_to_end(&mut back).unwrap();
+    sending.join().unwrap();
+    back
+}
+
+/// A server forwarding to an echo target and a client, from fresh keys; `server` and
+/// `client` are each end's extra flags. Returns them and the client's address.
+fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, String) {
+    let keys = dir.join("keys");
+    let out = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
+    let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
+    let (server_addr, client_addr, target) = (free_port(), free_port(), echo_target());
+    let mut args = vec!["tunnel", "server", "--listen", &server_addr];
+    args.extend(["--forward", &target, "--cert", &cert, "--key", &key]);
+    args.extend(["--token-file", &token]);
+    args.extend(server);
+    let server = Running::start(&args, &dir.join("server.log"));
+    server.wait_for("tunnel server ready");
+    let mut args = vec!["tunnel", "client", "--listen", &client_addr];
+    args.extend([
+        "--server",
+        &server_addr,
+        "--pin",
+        &pin,
+        "--token-file",
+        &token,
+    ]);
+    args.extend(client);
+    let client = Running::start(&args, &dir.join("client.log"));
+    client.wait_for("tunnel client ready");
+    (server, client, client_addr)
+}
+
+/// One method's line of the report: (method, blocks, raw bytes, the rest of the line).
+type MethodLine = (String, u64, u64, String);
+
+/// The report's lines for `direction` (`outgoing` or `incoming`): its total raw bytes and
+/// its method lines.
+fn report(log: &str, direction: &str) -> (u64, Vec<MethodLine>) {
+    let head = format!("compress {direction}: raw data ");
+    let mut lines = log.lines().skip_while(|l| !l.starts_with(&head));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {head:?} in:\n{log}"));
+    let raw = first[head.len()..]
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let methods = lines
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| {
+            let (method, rest) = l.trim().split_once(": ").unwrap();
+            let mut words = rest.split_whitespace();
+            let blocks = words.next().unwrap().parse().unwrap();
+            let raw = words.nth(1).unwrap().parse().unwrap();
+            (method.to_owned(), blocks, raw, rest.to_owned())
+        })
+        .collect();
+    (raw, methods)
+}
+
+fn text(n: usize) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| b"zipwire tunnel, "[i as usize % 16] ^ (i >> 14 & 1) as u8)
+        .collect()
+}
+
+#[test]
+fn level_and_block_size_shape_the_frames_and_v_reports_them_at_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--level", "2", "--block-size", "16k"];
+    let mut verbose = flags.to_vec();
+    verbose.push("-v");
+    let (server, client, addr) = tunnel(dir.path(), &flags, &verbose);
+    let data = text(4 << 20);
+    assert!(exchange(&addr, &data) == data);
+    let log = client.terminate();
+    for direction in ["outgoing", "incoming"] {
+        let (raw, methods) = report(&log, direction);
+        assert_eq!(raw, data.len() as u64, "{log}");
+        // Level 2 is stateless deflate 2: no other codec, no other level.
+        assert!(
+            methods.iter().all(|(m, ..)| m == "deflate-2" || m == "raw"),
+            "{direction}: {methods:?}"
+        );
+        let deflate: u64 = methods
+            .iter()
+            .filter(|(m, ..)| m == "deflate-2")
+            .map(|(_, blocks, ..)| blocks)
+            .sum();
+        assert!(deflate > 0, "{direction}: {methods:?}");
+        // Blocks of 16 KB at most: 4 MB takes at least 256 frames.
+        let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+        assert!(blocks >= 256, "{direction}: {blocks} frames: {methods:?}");
+    }
+    // Without -v the server prints no report at exit.
+    let log = server.terminate();
+    assert!(!log.contains("compress outgoing"), "{log}");
+}
+
+#[test]
+fn max_cpu_sends_traffic_raw_once_the_budget_is_spent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, client, addr) = tunnel(dir.path(), &[], &["--max-cpu", "0.01", "-v"]);
+    let data = text(4 << 20);
+    assert!(exchange(&addr, &data) == data);
+    let log = client.terminate();
+    let (raw, methods) = report(&log, "outgoing");
+    assert_eq!(raw, data.len() as u64, "{log}");
+    let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+    let capped: u64 = methods
+        .iter()
+        .find(|(m, ..)| m == "raw")
+        .and_then(|(.., rest)| rest.split("cpu-cap ").nth(1))
+        .and_then(|n| n.split([',', ')']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        capped * 2 >= blocks,
+        "{capped} of {blocks} frames raw for the CPU cap:\n{log}"
+    );
+}
