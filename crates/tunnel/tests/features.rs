@@ -2,48 +2,25 @@
 //! budget, codec negotiation with a peer that lacks zstd, TLS 1.3 only, and one compression
 //! window per forwarded connection.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use zipwire_adapt::{Budget, BudgetSpec};
 use zipwire_tunnel::blocks::BlockDecoder;
-use zipwire_tunnel::endpoint::{Client, Server};
+use zipwire_tunnel::endpoint::Server;
 use zipwire_tunnel::frame::{self, Codec, DataHeader, Head, Method};
 use zipwire_tunnel::handshake::{self, Hello, ACCEPT_DEFLATE};
 use zipwire_tunnel::policy::{Choice, RawReason};
 use zipwire_tunnel::relay::Shared;
 use zipwire_tunnel::stats::Stats;
-use zipwire_tunnel::tls::{self, Fingerprint};
+use zipwire_tunnel::tls;
 
-const BLOCK: usize = 128 * 1024;
-
-struct Keys {
-    _dir: tempfile::TempDir,
-    server: Arc<rustls::ServerConfig>,
-    pin: Fingerprint,
-    token: Vec<u8>,
-}
-
-fn keys() -> Keys {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = zipwire_tunnel::keygen::keygen(dir.path(), false).unwrap();
-    let server =
-        tls::server_config(&dir.path().join("cert.pem"), &dir.path().join("key.pem")).unwrap();
-    let token = zipwire_tunnel::keygen::read_token(&dir.path().join("token"), false).unwrap();
-    Keys {
-        _dir: dir,
-        server,
-        pin,
-        token,
-    }
-}
-
-fn local() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
+use support::*;
 
 async fn start_server(keys: &Keys, target: SocketAddr, shared: Shared) -> (SocketAddr, Arc<Stats>) {
     let server = Server::bind(
@@ -61,54 +38,6 @@ async fn start_server(keys: &Keys, target: SocketAddr, shared: Shared) -> (Socke
     (addr, stats)
 }
 
-async fn start_client(keys: &Keys, server: SocketAddr, shared: Shared) -> (SocketAddr, Arc<Stats>) {
-    let client = Client::bind(
-        local(),
-        server.to_string(),
-        tls::client_config(keys.pin).unwrap(),
-        keys.token.clone(),
-        shared,
-    )
-    .await
-    .unwrap();
-    let addr = client.local_addr().unwrap();
-    let stats = client.stats();
-    tokio::spawn(client.run());
-    (addr, stats)
-}
-
-/// An echo target; returns its address.
-async fn echo_target() -> SocketAddr {
-    let listener = TcpListener::bind(local()).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = stream.into_split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-                let _ = w.shutdown().await;
-            });
-        }
-    });
-    addr
-}
-
-fn xorshift(seed: u32) -> impl FnMut() -> u32 {
-    let mut state = seed.max(1);
-    move || {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        state
-    }
-}
-
-/// Uniformly random bytes: what compressed or encrypted data looks like.
-fn noise(n: usize, seed: u32) -> Vec<u8> {
-    let mut rng = xorshift(seed);
-    (0..n).map(|_| (rng() >> 11) as u8).collect()
-}
-
 /// Random lowercase letters: about 4.7 bits per byte, so a block compresses to some 60% on
 /// its own, and to almost nothing against a window that already holds the same bytes.
 fn letters(n: usize, seed: u32) -> Vec<u8> {
@@ -121,25 +50,6 @@ fn text(n: usize) -> Vec<u8> {
     (0..n)
         .map(|i| b"tunnel text compresses well, "[i % 29] ^ (i / 4099 % 2) as u8)
         .collect()
-}
-
-/// Sends `data` and reads as much back.
-async fn round_trip(stream: &mut TcpStream, data: &[u8]) {
-    let (mut r, mut w) = stream.split();
-    let mut back = vec![0u8; data.len()];
-    let exchange = async {
-        let (sent, read) = tokio::join!(w.write_all(data), r.read_exact(&mut back));
-        sent.unwrap();
-        read.unwrap();
-    };
-    tokio::time::timeout(Duration::from_secs(30), exchange)
-        .await
-        .expect("no echo within 30 s");
-    assert!(back == data);
-}
-
-fn shared(choice: Choice) -> Shared {
-    Shared::new(choice, BLOCK, None)
 }
 
 fn raw_reason(stats: &Stats, reason: RawReason) -> u64 {

@@ -1,6 +1,8 @@
 //! Issue 21's tunnel points on loopback: what each end accepts, version replies, tiny
 //! blocks, keepalive and the login deadline.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use zipwire_tunnel::endpoint::{Client, Server};
+use zipwire_tunnel::endpoint::Server;
 use zipwire_tunnel::frame::{Method, DATA_HEADER_LEN};
 use zipwire_tunnel::handshake::{self, Hello, MAGIC};
 use zipwire_tunnel::keepalive::Keepalive;
@@ -16,32 +18,9 @@ use zipwire_tunnel::policy::Choice;
 use zipwire_tunnel::relay::Shared;
 use zipwire_tunnel::startups::Limits;
 use zipwire_tunnel::stats::Stats;
-use zipwire_tunnel::tls::{self, Fingerprint};
+use zipwire_tunnel::tls;
 
-struct Keys {
-    _dir: tempfile::TempDir,
-    server: Arc<rustls::ServerConfig>,
-    pin: Fingerprint,
-    token: Vec<u8>,
-}
-
-fn keys() -> Keys {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = zipwire_tunnel::keygen::keygen(dir.path(), false).unwrap();
-    let server =
-        tls::server_config(&dir.path().join("cert.pem"), &dir.path().join("key.pem")).unwrap();
-    let token = zipwire_tunnel::keygen::read_token(&dir.path().join("token"), false).unwrap();
-    Keys {
-        _dir: dir,
-        server,
-        pin,
-        token,
-    }
-}
-
-fn local() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
+use support::*;
 
 async fn start_server(
     keys: &Keys,
@@ -65,56 +44,10 @@ async fn start_server(
     (addr, stats)
 }
 
-async fn start_client(keys: &Keys, server: SocketAddr, shared: Shared) -> (SocketAddr, Arc<Stats>) {
-    let client = Client::bind(
-        local(),
-        server.to_string(),
-        tls::client_config(keys.pin).unwrap(),
-        keys.token.clone(),
-        shared,
-    )
-    .await
-    .unwrap();
-    let addr = client.local_addr().unwrap();
-    let stats = client.stats();
-    tokio::spawn(client.run());
-    (addr, stats)
-}
-
-fn shared(choice: Choice) -> Shared {
-    Shared::new(choice, 128 * 1024, None)
-}
-
-/// An echo target; returns its address.
-async fn echo_target() -> SocketAddr {
-    let listener = TcpListener::bind(local()).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = stream.into_split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-                let _ = w.shutdown().await;
-            });
-        }
-    });
-    addr
-}
-
 fn text(n: usize) -> Vec<u8> {
     (0..n)
         .map(|i| b"tunnel text compresses well, "[i % 29] ^ (i / 4099 % 2) as u8)
         .collect()
-}
-
-/// Sends `data` and reads as much back.
-async fn round_trip(stream: &mut TcpStream, data: &[u8]) {
-    let (mut r, mut w) = stream.split();
-    let mut back = vec![0u8; data.len()];
-    let (sent, read) = tokio::join!(w.write_all(data), r.read_exact(&mut back));
-    sent.unwrap();
-    read.unwrap();
-    assert!(back == data);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

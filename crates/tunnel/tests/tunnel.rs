@@ -1,6 +1,8 @@
 //! End-to-end tests on loopback: a target server, the tunnel server, the tunnel client and an
 //! application connecting to the client, all in this process.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,28 +17,7 @@ use zipwire_tunnel::relay::Shared;
 use zipwire_tunnel::stats::Stats;
 use zipwire_tunnel::tls::{self, Fingerprint};
 
-const BLOCK: usize = 128 * 1024;
-
-struct Keys {
-    _dir: tempfile::TempDir,
-    server: Arc<rustls::ServerConfig>,
-    pin: Fingerprint,
-    token: Vec<u8>,
-}
-
-fn keys() -> Keys {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = zipwire_tunnel::keygen::keygen(dir.path(), false).unwrap();
-    let server =
-        tls::server_config(&dir.path().join("cert.pem"), &dir.path().join("key.pem")).unwrap();
-    let token = zipwire_tunnel::keygen::read_token(&dir.path().join("token"), false).unwrap();
-    Keys {
-        _dir: dir,
-        server,
-        pin,
-        token,
-    }
-}
+use support::*;
 
 async fn start_server(keys: &Keys, target: SocketAddr, choice: Choice) -> (SocketAddr, Arc<Stats>) {
     let shared = Shared::new(choice, BLOCK, None);
@@ -77,10 +58,6 @@ async fn start_client(
     (addr, stats)
 }
 
-fn local() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
 /// A target that runs `serve` on every connection.
 async fn target<F, Fut>(serve: F) -> SocketAddr
 where
@@ -102,16 +79,6 @@ async fn echo(stream: TcpStream) {
     let (mut r, mut w) = stream.into_split();
     let _ = tokio::io::copy(&mut r, &mut w).await;
     let _ = w.shutdown().await;
-}
-
-fn xorshift(seed: u32) -> impl FnMut() -> u32 {
-    let mut state = seed.max(1);
-    move || {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        state
-    }
 }
 
 fn text(n: usize, seed: u32) -> Vec<u8> {
@@ -143,11 +110,6 @@ fn text(n: usize, seed: u32) -> Vec<u8> {
     }
     out.truncate(n);
     out
-}
-
-fn noise(n: usize, seed: u32) -> Vec<u8> {
-    let mut rng = xorshift(seed);
-    (0..n).map(|_| (rng() >> 7) as u8).collect()
 }
 
 fn binary(n: usize, seed: u32) -> Vec<u8> {
