@@ -1,85 +1,15 @@
 //! `zipwire tunnel` as users run it: keygen, a server and clients as processes, and what they
 //! log when something is refused.
 
+mod tunnel_support;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zipwire");
-
-/// A process killed on drop, its stderr captured to a file.
-struct Running {
-    child: Child,
-    log: std::path::PathBuf,
-}
-
-impl Running {
-    fn start(args: &[&str], log: &Path) -> Running {
-        let file = std::fs::File::create(log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        Running {
-            child,
-            log: log.to_owned(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits until the log contains `text`.
-    fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let log = self.log();
-            if log.contains(text) {
-                return log;
-            }
-            assert!(Instant::now() < deadline, "no {text:?} in:\n{log}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
-/// An echo target on a thread; returns its address.
-fn echo_target() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buf = vec![0u8; 64 * 1024];
-                while let Ok(n) = stream.read(&mut buf) {
-                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = stream.shutdown(Shutdown::Write);
-            });
-        }
-    });
-    addr
-}
+use tunnel_support::*;
 
 /// Connects to `addr` (retrying while it starts), sends `data`, half-closes, reads all back.
 fn exchange(addr: &str, data: &[u8]) -> std::io::Result<Vec<u8>> {

@@ -1,100 +1,15 @@
 //! `zipwire tunnel`'s compression flags as users run them: `--level`, `--block-size`,
 //! `--max-cpu`, and the `-v` report at exit, read from the processes' own output.
 
+mod tunnel_support;
+
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zipwire");
-
-/// A process killed on drop, its stderr captured to a file.
-struct Running {
-    child: Child,
-    log: std::path::PathBuf,
-}
-
-impl Running {
-    fn start(args: &[&str], log: &Path) -> Running {
-        let file = std::fs::File::create(log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        Running {
-            child,
-            log: log.to_owned(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_for(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.log().contains(text) {
-            assert!(Instant::now() < deadline, "no {text:?} in:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Sends SIGTERM and waits for a successful exit; returns the log.
-    fn terminate(mut self) -> String {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "still running:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        assert!(status.success(), "{status}:\n{}", self.log());
-        self.log()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
-/// An echo target on a thread; returns its address.
-fn echo_target() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut buf = vec![0u8; 64 * 1024];
-                while let Ok(n) = stream.read(&mut buf) {
-                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = stream.shutdown(Shutdown::Write);
-            });
-        }
-    });
-    addr
-}
+use tunnel_support::*;
 
 /// Sends `data` through `addr`, half-closes, reads all back.
 fn exchange(addr: &str, data: &[u8]) -> Vec<u8> {
