@@ -8,8 +8,8 @@ use std::error::Error;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::media::MediaType;
-use crate::negotiate::Coding;
+use crate::decide::media::MediaType;
+use crate::decide::negotiate::Coding;
 
 /// The media types compressed by default: text formats, JSON/XML families, SVG, WebAssembly
 /// and server-sent events. Already-compressed formats (images, video, archives, fonts) are left
@@ -103,12 +103,14 @@ impl TypePattern {
             });
         }
         let (type_, subtype) = trimmed.split_once('/').ok_or_else(invalid)?;
-        if type_ == "*" || !crate::list::is_token(type_.as_bytes()) {
+        if type_ == "*" || !crate::decide::list::is_token(type_.as_bytes()) {
             return Err(invalid());
         }
         let subtype = match subtype {
             "*" => None,
-            _ if crate::list::is_token(subtype.as_bytes()) => Some(subtype.to_ascii_lowercase()),
+            _ if crate::decide::list::is_token(subtype.as_bytes()) => {
+                Some(subtype.to_ascii_lowercase())
+            }
             _ => return Err(invalid()),
         };
         Ok(TypePattern {

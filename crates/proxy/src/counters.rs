@@ -8,10 +8,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::body::BodyMeter;
+use crate::encode::body::BodyMeter;
 
+use crate::decide::rules::Bypass;
 use crate::error::{ProxyError, Side};
-use crate::rules::Bypass;
 
 /// The counters one [`Server`](crate::Server) shares between its connections.
 #[derive(Debug, Default)]

@@ -8,8 +8,8 @@ use http::header::{
 };
 use http::{Method, StatusCode, Version};
 
-use crate::headers;
-use crate::list;
+use crate::decide::headers;
+use crate::decide::list;
 use crate::{decide, AcceptEncoding, Coding, Decision, Negotiated, RequestFacts, ResponseFacts};
 use crate::{Budget, Rules, Vary};
 

@@ -27,6 +27,24 @@
 //! - [`Rules`] is the typed configuration they follow (nginx's `gzip_min_length`,
 //!   `gzip_types`).
 //!
+//! # Where each phase lives
+//!
+//! The crate is laid out as the phases of a proxied request (pingora's phases are the
+//! model), so that a new listener, protocol or coding plugs into one place:
+//!
+//! - `connection/`: listeners and the client protocols on them (the accept loop, HTTP/1,
+//!   keep-alive and read timeouts, the admin listener). It knows nothing of compression.
+//! - `exchange/`: one request's way to an origin and back (the request phases, forwarding
+//!   filters, the request body, the upstream pool, the response body in flight and its
+//!   access log line).
+//! - `decide/`: the pure rules, functions of headers only ([`negotiate`], the facts,
+//!   [`decide`], [`headers`]).
+//! - `encode/`: what happens to a body that the rules say to recode ([`body`]) and the
+//!   CPU/rate budget that bounds it ([`Throttle`]).
+//!
+//! [`config`] and [`settings`] are the typed configuration all of them read; [`Counters`]
+//! what they count.
+//!
 //! # Why hand-written
 //!
 //! The `http` crate gives header maps but no content negotiation; the crates that negotiate
@@ -61,47 +79,33 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod admin;
-pub mod body;
-mod budget;
 pub mod config;
-mod cork;
+mod connection;
 mod counters;
-pub mod demo;
+mod decide;
+mod encode;
 mod error;
-mod facts;
-mod forward;
-pub mod headers;
-mod keepalive;
-mod list;
-mod media;
-pub mod negotiate;
-mod outgoing;
-mod read_timeout;
-mod replay;
-mod request_body;
-mod rules;
-mod server;
-mod service;
+mod exchange;
 pub mod settings;
 #[cfg(test)]
 mod test_bodies;
-mod throttle;
-mod upstream;
 
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use decide::{headers, negotiate};
+pub use encode::body;
+
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
+pub use connection::server::{run_blocking, Server};
 pub use counters::{BypassCounters, Counters, ErrorCounters};
+pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
+pub use decide::media::MediaType;
+pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};
+pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
-pub use facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
-pub use media::MediaType;
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
-pub use rules::{decide, Bypass, Decision, Payload, Vary};
-pub use server::{run_blocking, Server};
 pub use settings::{
     BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
 };
-pub use throttle::Throttle;

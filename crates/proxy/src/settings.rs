@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use zipwire_codec::Level;
 
-use crate::body::FlushPolicy;
 use crate::config::Rules;
+use crate::encode::body::FlushPolicy;
 
 /// Everything the proxy server needs to run.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use zipwire_proxy::demo::{run_demo, DemoOptions};
+use zipwire_demo::{run_demo, DemoOptions};
 
 use crate::cli::DemoArgs;
 

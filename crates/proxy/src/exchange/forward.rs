@@ -8,7 +8,7 @@ use http::header::{
 };
 use http::Version;
 
-use crate::list;
+use crate::decide::list;
 
 /// `X-Forwarded-For` (de facto standard; RFC 7239's `Forwarded` is its successor).
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

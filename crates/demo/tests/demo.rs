@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use zipwire_codec::{Format, Level, Limits};
-use zipwire_proxy::demo::{
+use zipwire_demo::{
     run_demo, run_load, serve_site, DemoOptions, LoadOptions, Scenario, Site, MISSING_PATH,
 };
 

@@ -30,20 +30,20 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::{Format, Level, Limits};
 
-use crate::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
 use crate::config::Rules;
-use crate::cork::MoreToCome;
+use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
+use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
+use crate::decide::headers;
+use crate::decide::negotiate::Coding;
+use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
+use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
+use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
-use crate::facts::{Budget, RequestFacts, ResponseFacts};
-use crate::forward::{self, ViaEntries};
-use crate::headers;
-use crate::negotiate::Coding;
-use crate::outgoing::{AccessLog, ResponseBody};
-use crate::rules::{decide, Bypass, Decision, Payload, Vary};
+use crate::exchange::forward::{self, ViaEntries};
+use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
 use crate::settings::ProxyConfig;
-use crate::throttle::Throttle;
-use crate::upstream::{Head, UpstreamBody, Upstreams};
 use zipwire_adapt::{MemoryGate, Permit};
 
 /// What every request of one server shares.

@@ -39,14 +39,14 @@
 use std::fmt;
 
 use crate::config::Rules;
-use crate::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
-use crate::negotiate::{Coding, Negotiated};
+use crate::decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
+use crate::decide::negotiate::{Coding, Negotiated};
 
 /// What to do with a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Encode in `coding`: rewrite the headers with
-    /// [`rewrite_for_compression`](crate::headers::rewrite_for_compression), then encode the
+    /// [`rewrite_for_compression`](crate::decide::headers::rewrite_for_compression), then encode the
     /// body if there is one.
     Compress {
         /// The coding to send.
@@ -56,7 +56,7 @@ pub enum Decision {
     },
     /// Decode upstream's gzip for a client that does not accept it (nginx `gunzip`): rewrite
     /// the headers with
-    /// [`rewrite_for_decompression`](crate::headers::rewrite_for_decompression), then decode
+    /// [`rewrite_for_decompression`](crate::decide::headers::rewrite_for_decompression), then decode
     /// the body if there is one.
     Decompress {
         /// Whether there is a body to decode.
@@ -67,7 +67,7 @@ pub enum Decision {
         /// Why it is not transformed.
         reason: Bypass,
         /// Whether to merge `Vary: Accept-Encoding`
-        /// ([`add_vary_accept_encoding`](crate::headers::add_vary_accept_encoding)).
+        /// ([`add_vary_accept_encoding`](crate::decide::headers::add_vary_accept_encoding)).
         vary: Vary,
     },
 }

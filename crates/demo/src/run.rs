@@ -13,9 +13,9 @@ use tokio::sync::oneshot;
 use super::load::{rss_bytes, run_load, LoadError, LoadOptions};
 use super::report::{DemoReport, Scenario, ScenarioReport};
 use super::site::{serve_site, Site};
-use crate::error::ProxyError;
-use crate::server::Server;
-use crate::settings::{ProxyConfig, Upstream};
+use zipwire_proxy::ProxyError;
+use zipwire_proxy::Server;
+use zipwire_proxy::{ProxyConfig, Upstream};
 
 /// What [`run_demo`] runs.
 #[derive(Clone, Debug)]

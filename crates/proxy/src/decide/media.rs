@@ -5,7 +5,7 @@ use std::fmt;
 
 use http::header::{HeaderMap, CONTENT_TYPE};
 
-use crate::list;
+use crate::decide::list;
 
 /// A media type without its parameters, in lower case: `text/html; charset=UTF-8` is
 /// `text/html`.

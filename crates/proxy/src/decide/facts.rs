@@ -8,9 +8,9 @@
 use http::header::{HeaderMap, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE};
 use http::{Method, StatusCode};
 
-use crate::list;
-use crate::media::MediaType;
-use crate::negotiate::AcceptEncoding;
+use crate::decide::list;
+use crate::decide::media::MediaType;
+use crate::decide::negotiate::AcceptEncoding;
 
 /// The request side of the decision.
 #[derive(Clone, Debug, PartialEq, Eq)]

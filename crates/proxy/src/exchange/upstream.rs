@@ -24,10 +24,10 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::{debug, warn};
 
 use crate::error::ProxyError;
-use crate::forward;
-use crate::read_timeout::ReadTimeout;
-use crate::replay::{Replay, ReplayBody};
-use crate::request_body::{self, RequestBody, Sent};
+use crate::exchange::forward;
+use crate::exchange::read_timeout::ReadTimeout;
+use crate::exchange::replay::{Replay, ReplayBody};
+use crate::exchange::request_body::{self, RequestBody, Sent};
 use crate::settings::{Timeouts, Upstream};
 
 /// Read-buffer limit per upstream connection.

@@ -35,7 +35,7 @@ use std::fmt;
 
 use http::header::{HeaderMap, ACCEPT_ENCODING};
 
-use crate::list;
+use crate::decide::list;
 
 /// A content coding the proxy can produce.
 ///

@@ -165,8 +165,8 @@ impl State {
 }
 
 /// The upstream's trailers as a recoded body sends them: without the digests of bytes the
-/// recoding changed ([`crate::headers::remove_digests`]), or `None` when nothing is left.
+/// recoding changed ([`crate::decide::headers::remove_digests`]), or `None` when nothing is left.
 fn recoded_trailers(mut trailers: HeaderMap) -> Option<HeaderMap> {
-    crate::headers::remove_digests(&mut trailers);
+    crate::decide::headers::remove_digests(&mut trailers);
     (!trailers.is_empty()).then_some(trailers)
 }

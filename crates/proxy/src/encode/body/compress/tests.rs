@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use zipwire_codec::{DecodeError, Decoder, Encoder, Format, Level, Limits};
 
 use super::*;
-use crate::body::{BodyError, BodyMeter, FlushPolicy};
+use crate::encode::body::{BodyError, BodyMeter, FlushPolicy};
 use crate::test_bodies::{channel, futures_iter, text, ChannelBody};
 
 fn compress_body<B: Body>(inner: B, policy: FlushPolicy) -> (CompressBody<B>, Arc<BodyMeter>) {

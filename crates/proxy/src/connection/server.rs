@@ -4,7 +4,7 @@
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
 //! `request{method, path}` span under it. Limits on clients: the request head must arrive
 //! within [`Timeouts::header_read`] (slowloris) and a kept-alive connection may wait
-//! [`Timeouts::idle`] for its next request (see [`crate::keepalive`]); the head may not exceed
+//! [`Timeouts::idle`] for its next request (see [`crate::connection::keepalive`]); the head may not exceed
 //! [`ClientLimits::max_header_bytes`] (431, or 414 for the target alone). A malformed request
 //! gets 400 and the connection is closed.
 //!
@@ -30,15 +30,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, debug_span, info, info_span, warn, Instrument};
 
-use crate::admin::{self, AdminState};
-use crate::budget;
-use crate::cork::{CorkedStream, MoreToCome};
+use crate::connection::admin::{self, AdminState};
+use crate::connection::cork::{CorkedStream, MoreToCome};
+use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
 use crate::counters::Counters;
+use crate::encode::budget;
+use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
-use crate::keepalive::{Phases, ServedBody, TimedStream};
-use crate::service::Proxy;
+use crate::exchange::service::Proxy;
 use crate::settings::ProxyConfig;
-use crate::throttle::Throttle;
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 
 /// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.

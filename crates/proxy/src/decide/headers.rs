@@ -19,9 +19,9 @@ use http::header::{
 };
 use http::Version;
 
-use crate::list;
-use crate::negotiate::Coding;
-use crate::rules::{Decision, Vary};
+use crate::decide::list;
+use crate::decide::negotiate::Coding;
+use crate::decide::rules::{Decision, Vary};
 
 /// How the body of a transformed response is delimited, now that it has no `Content-Length`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

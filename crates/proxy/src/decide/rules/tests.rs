@@ -5,7 +5,7 @@ use http::header::{HeaderMap, HeaderValue};
 use http::{Method, StatusCode, Version};
 
 use super::*;
-use crate::headers::{self, Framing};
+use crate::decide::headers::{self, Framing};
 
 type Pairs = &'static [(&'static str, &'static str)];
 

@@ -20,12 +20,12 @@ use http::{Method, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tracing::{info, Span};
 
-use crate::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
-use crate::cork::MoreToCome;
+use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
+use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
-use crate::read_timeout::UpstreamBodyError;
-use crate::upstream::UpstreamBody;
+use crate::exchange::read_timeout::UpstreamBodyError;
+use crate::exchange::upstream::UpstreamBody;
 use zipwire_adapt::Permit;
 
 /// A response body on its way to the client.
@@ -157,7 +157,7 @@ impl ResponseBody {
     }
 
     /// Lets the connection hold a compressed body's calls in the kernel until the last one
-    /// is written, so they leave as one segment (see [`crate::cork`]). Only a body gathered
+    /// is written, so they leave as one segment (see [`crate::connection::cork`]). Only a body gathered
     /// call by call whatever the pauses raises `more`: a body that flushes on pauses
     /// (unknown length, or a zero delay) must not wait in the kernel.
     pub(crate) fn cork_between_calls(&mut self, more: MoreToCome) {

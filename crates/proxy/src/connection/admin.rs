@@ -20,7 +20,7 @@ use zipwire_adapt::MemoryGate;
 use zipwire_stats::{Errors, Snapshot};
 
 use crate::counters::Counters;
-use crate::throttle::Throttle;
+use crate::encode::throttle::Throttle;
 
 /// What the admin pages read.
 #[derive(Clone, Debug)]

@@ -11,11 +11,13 @@
 //!   `Accept-Encoding: gzip` for a bounded time and request count, decodes every compressed
 //!   body and compares it with the origin's, and returns a [`LoadReport`].
 //! - [`run_demo`] runs the site, then for each [`Scenario`] (compression off, levels 1, 2, 3
-//!   and 6) a [`Server`](crate::Server) in front of it under that load, and returns a
+//!   and 6) a [`Server`](zipwire_proxy::Server) in front of it under that load, and returns a
 //!   [`DemoReport`] whose `Display` is the table `zipwire demo` prints.
 //!
 //! The pieces take a listener and a shutdown future rather than starting anything on their
 //! own, so tests and the binary decide ports and lifetimes.
+
+#![forbid(unsafe_code)]
 
 mod content;
 mod load;

@@ -1,0 +1,13 @@
+//! The connection side: listeners and the client protocols spoken on them.
+//!
+//! Everything here is about sockets and framing, never about what a response's body
+//! becomes: [`server`] accepts clients (the connection limit, graceful shutdown) and runs
+//! hyper's HTTP/1 server on each; [`keepalive`] bounds the gaps between requests and the
+//! reading of one head; [`cork`] lets the kernel know more of a response follows; [`admin`]
+//! is the operators' listener (`/stats`, `/metrics`). Each request that a connection reads
+//! is handed to [`crate::exchange`].
+
+pub(crate) mod admin;
+pub(crate) mod cork;
+pub(crate) mod keepalive;
+pub(crate) mod server;
