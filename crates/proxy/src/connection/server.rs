@@ -12,27 +12,24 @@
 //! [`Timeouts::idle`]: crate::Timeouts::idle
 //! [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::Request;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tracing::{debug, debug_span, info, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::connection::admin::{self, AdminState};
 use crate::connection::cork::{CorkedStream, MoreToCome};
-use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
+use crate::connection::http::Connection;
+use crate::connection::keepalive::Phases;
 use crate::counters::Counters;
 use crate::encode::budget;
 use crate::encode::throttle::Throttle;
@@ -233,6 +230,11 @@ impl Server {
                 },
             };
             let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Err(error) = stream.set_nodelay(true) {
+                debug!(%error, "cannot set TCP_NODELAY");
+            }
+            let more = MoreToCome::default();
+            let stream = CorkedStream::new(stream, more.clone());
             let connection = Connection {
                 proxy: proxy.clone(),
                 counters: counters.clone(),
@@ -240,7 +242,7 @@ impl Server {
                 peer,
                 _permit: permit,
             };
-            let served = connection.serve(&http, &graceful, stream);
+            let served = connection.serve(&http, &graceful, stream, more);
             tasks.spawn(served.instrument(info_span!("conn", id, %peer)));
         }
         drop(listener);
@@ -290,69 +292,4 @@ pub fn run_blocking(
         .build()
         .map_err(ProxyError::Runtime)?;
     runtime.block_on(async move { Server::bind(config).await?.run(shutdown).await })
-}
-
-/// One client connection's share of the server.
-struct Connection {
-    proxy: Arc<Proxy>,
-    counters: Arc<Counters>,
-    phases: Phases,
-    peer: SocketAddr,
-    /// Held while the connection is open: the connection limit.
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Connection {
-    /// The task serving the connection until the client closes it, it fails, or shutdown
-    /// closes it.
-    fn serve(
-        self,
-        http: &http1::Builder,
-        graceful: &GracefulShutdown,
-        stream: TcpStream,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        if let Err(error) = stream.set_nodelay(true) {
-            debug!(%error, "cannot set TCP_NODELAY");
-        }
-        let proxy = self.proxy.clone();
-        let peer = self.peer;
-        let more = MoreToCome::default();
-        let phases = self.phases.clone();
-        let stream = TimedStream::new(CorkedStream::new(stream, more.clone()), phases.clone());
-        let service = service_fn(move |request: Request<Incoming>| {
-            let proxy = proxy.clone();
-            let more = more.clone();
-            let served = phases.serve();
-            let span =
-                debug_span!("request", method = %request.method(), path = %request.uri().path());
-            async move {
-                let response = proxy.handle(request, peer, more).await;
-                Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
-            }
-            .instrument(span)
-        });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-        Counters::bump(&self.counters.connections);
-        Counters::bump(&self.counters.active_connections);
-        async move {
-            debug!("accepted");
-            match connection.await {
-                Ok(()) => debug!("closed"),
-                // Parse errors, timeouts and aborted bodies end here; hyper has already
-                // answered what could be answered (400, 431).
-                Err(error) => {
-                    self.counters.errors.add_connection_error(&error);
-                    debug!(%error, "connection ended with an error");
-                }
-            }
-            // `self` is dropped here, or where the task is aborted at the end of shutdown.
-            drop(self);
-        }
-    }
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        Counters::drop_one(&self.counters.active_connections);
-    }
 }
