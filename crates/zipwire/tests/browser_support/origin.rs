@@ -26,8 +26,6 @@ pub struct Seen {
     pub hits: HashMap<String, u64>,
     /// Text messages echoed back, in order.
     pub echoed: Vec<String>,
-    /// The `Accept-Encoding` of each request, to show the proxy asked for identity.
-    pub accept_encodings: Vec<String>,
 }
 
 /// A running origin.
@@ -120,12 +118,12 @@ async fn connection(mut stream: TcpStream, files: &Files, seen: &Mutex<Seen>) ->
         let Some(request) = read_request(&mut stream, &mut buf).await? else {
             return Ok(());
         };
-        {
-            let mut seen = seen.lock().expect("origin state");
-            *seen.hits.entry(request.path.clone()).or_default() += 1;
-            let accept = request.header("accept-encoding").unwrap_or("").to_owned();
-            seen.accept_encodings.push(accept);
-        }
+        *seen
+            .lock()
+            .expect("origin state")
+            .hits
+            .entry(request.path.clone())
+            .or_default() += 1;
         if request.path == "/ws" && request.is_websocket() {
             let Some(key) = request.header("sec-websocket-key") else {
                 return respond(&mut stream, "400 Bad Request", "text/plain", "no key").await;
