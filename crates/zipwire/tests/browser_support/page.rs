@@ -90,7 +90,8 @@ impl Site {
         let [r, g, b] = BACKGROUND;
         let mut css = format!(
             "body {{ background: rgb({r}, {g}, {b}); margin: 0; font: 16px sans-serif; }}\n\
-             #title {{ color: {TITLE_COLOUR}; font-size: 48px; }}\n"
+             #title {{ color: {TITLE_COLOUR}; font-size: 48px; \
+             border-bottom: 12px solid {TITLE_COLOUR}; }}\n"
         );
         for i in 0..self.words.len().div_ceil(20) {
             css.push_str(&format!(
