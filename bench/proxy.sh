@@ -7,7 +7,14 @@
 # (LOAD_CPU) sends `Accept-Encoding: gzip` GETs with each connection count, for
 # web/haproxy-org-index.html and for the mix of every file in web/. See bench/README.md.
 #
+# MODE=h2: the same origin behind each proxy as a TLS 1.3 + HTTP/2 edge (a self-signed
+# certificate made here with openssl), loaded by h2load with CLIENTS connections of STREAMS
+# streams each for haproxy-org-index.html, gzip asked of every proxy and zstd also of Caddy
+# and zipwire. A proxy that does not start, does not compress or fails requests fails the run.
+#
 # Environment (defaults in brackets):
+#   MODE [http1]             http1: wrk over cleartext HTTP/1.1; h2: h2load over TLS + HTTP/2
+#   CLIENTS [100]  STREAMS [10]   MODE=h2 only: h2load -c and -m (CONNS and FILES unused)
 #   DURATION [10]            seconds per wrk run
 #   CONNS ["300 500"]        connection counts
 #   PROXIES ["haproxy nginx caddy zipwire"]
@@ -18,7 +25,8 @@
 #   ORIGIN_PORT [18080]  PROXY_PORT [18081]
 #   TSV [unset]              also append the rows, tab-separated, to this file
 #
-# Needs root only to install missing tools (apt-get: nginx haproxy caddy wrk curl).
+# Needs root only to install missing tools (apt-get: nginx haproxy caddy wrk curl; MODE=h2
+# also nghttp2-client openssl zstd).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +44,9 @@ LOAD_CPU=${LOAD_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-$LOAD_CPU}
 ORIGIN_PORT=${ORIGIN_PORT:-18080}
 PROXY_PORT=${PROXY_PORT:-18081}
+MODE=${MODE:-http1}
+CLIENTS=${CLIENTS:-100}
+STREAMS=${STREAMS:-10}
 SINGLE=haproxy-org-index.html
 
 die() {
@@ -48,23 +59,33 @@ if ! [[ $DURATION =~ ^[0-9]+$ ]] || ((DURATION < 1 || DURATION > 600)); then
 fi
 [ -d "$WEB" ] || die "no corpus at $WEB (set ZIPWIRE_CORPUS)"
 [ -f "$WEB/$SINGLE" ] || die "$WEB/$SINGLE is missing"
+case $MODE in
+    http1) load_tools="wrk" ;;
+    h2)
+        load_tools="h2load openssl zstd"
+        [[ $CLIENTS =~ ^[0-9]+$ && $STREAMS =~ ^[0-9]+$ ]] && ((CLIENTS >= 1 && STREAMS >= 1)) ||
+            die "CLIENTS and STREAMS must be positive integers"
+        ;;
+    *) die "MODE must be http1 or h2" ;;
+esac
 
 # --- tools -----------------------------------------------------------------------------
 missing=()
-for tool in nginx haproxy caddy wrk curl taskset; do
+for tool in nginx haproxy caddy curl taskset $load_tools; do
     if ! command -v "$tool" > /dev/null && ! [ -x "/usr/sbin/$tool" ]; then
         missing+=("$tool")
     fi
 done
 if ((${#missing[@]})); then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get > /dev/null; then
-        die "missing ${missing[*]}; install them (Debian: apt-get install nginx haproxy caddy wrk curl)"
+        die "missing ${missing[*]}; install them (Debian: apt-get install nginx haproxy caddy wrk curl; MODE=h2: nghttp2-client openssl zstd)"
     fi
     echo "installing ${missing[*]} with apt-get"
     packages=()
     for tool in "${missing[@]}"; do
         case $tool in
             taskset) packages+=(util-linux) ;;
+            h2load) packages+=(nghttp2-client) ;;
             *) packages+=("$tool") ;;
         esac
     done
@@ -77,7 +98,7 @@ PATH=$PATH:/usr/sbin
 cpus=$(nproc)
 ((PROXY_CPU < cpus && LOAD_CPU < cpus && ORIGIN_CPU < cpus)) ||
     die "this machine has $cpus CPUs; set PROXY_CPU, LOAD_CPU, ORIGIN_CPU below that"
-((PROXY_CPU != LOAD_CPU)) || echo "warning: proxy and wrk share CPU $PROXY_CPU" >&2
+((PROXY_CPU != LOAD_CPU)) || echo "warning: proxy and the load share CPU $PROXY_CPU" >&2
 
 # wrk and the proxies hold one descriptor per connection, twice for a proxy.
 ulimit -n "$(ulimit -Hn)"
@@ -97,24 +118,42 @@ paths_mix=()
 for file in "$WEB"/*; do
     [ -f "$file" ] && paths_mix+=("/$(basename "$file")")
 done
+# The codings MODE=h2 asks of each proxy: gzip of all; zstd of those that offer it.
+h2_codings() {
+    case $1 in
+        caddy | zipwire) echo "gzip zstd" ;;
+        *) echo "gzip" ;;
+    esac
+}
 runs=0
 for proxy in $PROXIES; do
     [ "$proxy" = zipwire ] && ((zipwire_ok == 0)) && continue
+    if [ "$MODE" = h2 ]; then
+        for _ in $(h2_codings "$proxy"); do
+            runs=$((runs + 1))
+        done
+        continue
+    fi
     for _ in $FILES; do
         for _ in $CONNS; do
             runs=$((runs + 1))
         done
     done
 done
-# Each run: proxy start and check (~1-2 s), wrk for DURATION, log flush (~1.5 s).
+# Each run: proxy start and check (~1-2 s), the load for DURATION, log flush (~1.5 s).
 estimate=$((runs * (DURATION + 4) + 3))
-echo "proxy.sh: $runs runs of ${DURATION}s (proxies: $PROXIES; files: $FILES; conns: $CONNS)," \
-    "about ${estimate}s in all"
-echo "proxy on CPU $PROXY_CPU, wrk on CPU $LOAD_CPU, origin on CPU $ORIGIN_CPU; corpus $WEB"
+if [ "$MODE" = h2 ]; then
+    echo "proxy.sh MODE=h2: $runs runs of ${DURATION}s (proxies: $PROXIES; $SINGLE;" \
+        "h2load -c$CLIENTS -m$STREAMS over TLS 1.3), about ${estimate}s in all"
+else
+    echo "proxy.sh: $runs runs of ${DURATION}s (proxies: $PROXIES; files: $FILES; conns: $CONNS)," \
+        "about ${estimate}s in all"
+fi
+echo "proxy on CPU $PROXY_CPU, load on CPU $LOAD_CPU, origin on CPU $ORIGIN_CPU; corpus $WEB"
 
 # --- processes and cleanup -------------------------------------------------------------
 WORK=$(mktemp -d /tmp/zipwire-bench.XXXXXX)
-mkdir -p "$WORK"/origin-tmp "$WORK"/nginx-tmp "$WORK"/caddy
+mkdir -p "$WORK"/origin-tmp "$WORK"/nginx-tmp "$WORK"/caddy "$WORK"/tls
 ORIGIN_PID=
 PROXY_PID=
 
@@ -147,10 +186,10 @@ render() {
         -e "s|@USER_DIRECTIVE@|$user_directive|g" "$CONF/$1" > "$WORK/$1"
 }
 
-# Waits until http://127.0.0.1:$1/ answers, or fails after 10 s.
+# Waits until ${2:-http}://127.0.0.1:$1/ answers, or fails after 10 s.
 wait_http() {
     for _ in $(seq 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/$SINGLE" && return 0
+        curl -sk -o /dev/null "${2:-http}://127.0.0.1:$1/$SINGLE" && return 0
         sleep 0.1
     done
     return 1
@@ -171,34 +210,44 @@ start_origin() {
 
 start_proxy() {
     port_free "$PROXY_PORT" || die "port $PROXY_PORT is in use (set PROXY_PORT)"
-    local cpu=$PROXY_CPU
+    local cpu=$PROXY_CPU suffix="" scheme=http
+    if [ "$MODE" = h2 ]; then
+        suffix=-h2 scheme=https
+    fi
     case $1 in
         haproxy)
-            render haproxy.cfg
-            taskset -c "$cpu" haproxy -db -f "$WORK/haproxy.cfg" > "$WORK/proxy.log" 2>&1 &
+            render "haproxy$suffix.cfg"
+            taskset -c "$cpu" haproxy -db -f "$WORK/haproxy$suffix.cfg" > "$WORK/proxy.log" 2>&1 &
             ;;
         nginx)
-            render nginx.conf
-            taskset -c "$cpu" nginx -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' \
+            render "nginx$suffix.conf"
+            taskset -c "$cpu" nginx -p "$WORK" -c "$WORK/nginx$suffix.conf" -g 'daemon off;' \
                 > "$WORK/proxy.log" 2>&1 &
             ;;
         caddy)
-            render Caddyfile
+            render "Caddyfile$suffix"
             XDG_DATA_HOME=$WORK/caddy XDG_CONFIG_HOME=$WORK/caddy GOMAXPROCS=1 \
-                taskset -c "$cpu" caddy run --config "$WORK/Caddyfile" --adapter caddyfile \
+                taskset -c "$cpu" caddy run --config "$WORK/Caddyfile$suffix" --adapter caddyfile \
                 > "$WORK/proxy.log" 2>&1 &
             ;;
         zipwire)
             # No access log, like the others here (nginx: access_log off; HAProxy and Caddy:
-            # none configured).
-            taskset -c "$cpu" "$ZIPWIRE" proxy --listen "127.0.0.1:$PROXY_PORT" \
+            # none configured). MODE=h2: TLS on PROXY_PORT, cleartext one port above (unused).
+            local listen=("--listen" "127.0.0.1:$PROXY_PORT")
+            if [ "$MODE" = h2 ]; then
+                listen=("--listen" "127.0.0.1:$((PROXY_PORT + 1))"
+                    "--tls-listen" "127.0.0.1:$PROXY_PORT"
+                    "--tls-cert" "$WORK/tls/cert.pem" "--tls-key" "$WORK/tls/key.pem"
+                    "--encodings" "zstd,br,gzip")
+            fi
+            taskset -c "$cpu" "$ZIPWIRE" proxy "${listen[@]}" \
                 --upstream "http://127.0.0.1:$ORIGIN_PORT" --threads 1 --level "$ZIPWIRE_LEVEL" \
                 --no-access-log > "$WORK/proxy.log" 2>&1 &
             ;;
         *) die "unknown proxy $1" ;;
     esac
     PROXY_PID=$!
-    if ! wait_http "$PROXY_PORT"; then
+    if ! wait_http "$PROXY_PORT" "$scheme"; then
         echo "warning: $1 did not start:" >&2
         tail -5 "$WORK/proxy.log" >&2
         stop_proxy
@@ -314,6 +363,12 @@ measure() {
 
 start_origin
 started=$SECONDS
+if [ "$MODE" = h2 ]; then
+    # shellcheck source=bench/proxy-h2.sh
+    . "$ROOT/bench/proxy-h2.sh"
+    h2_main
+    exit 0
+fi
 for proxy in $PROXIES; do
     if [ "$proxy" = zipwire ] && ((zipwire_ok == 0)); then
         continue
