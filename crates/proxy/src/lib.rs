@@ -98,7 +98,8 @@ pub use encode::body;
 
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
-pub use connection::server::{run_blocking, Server};
+pub use connection::server::{run_blocking, run_blocking_with, Server};
+pub use connection::tls::{check_certificates, TlsReloader};
 pub use counters::{BypassCounters, Counters, ErrorCounters};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
@@ -107,5 +108,6 @@ pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
-    BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
+    BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts,
+    Tls, Upstream,
 };
