@@ -200,12 +200,18 @@ fn check_refuses_missing_unreadable_and_mismatched_certificates() {
         (
             &missing,
             &key,
-            format!("zipwire: {}: cannot read a PEM certificate", missing.display()),
+            format!(
+                "zipwire: {}: cannot read a PEM certificate",
+                missing.display()
+            ),
         ),
         (
             &cert,
             &not_pem,
-            format!("zipwire: {}: cannot read a PEM private key", not_pem.display()),
+            format!(
+                "zipwire: {}: cannot read a PEM private key",
+                not_pem.display()
+            ),
         ),
         (
             &cert,
@@ -382,7 +388,12 @@ mod tls_client {
             cert: &CertificateDer<'_>,
             dss: &DigitallySignedStruct,
         ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+            verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
         }
 
         fn verify_tls13_signature(
@@ -391,7 +402,12 @@ mod tls_client {
             cert: &CertificateDer<'_>,
             dss: &DigitallySignedStruct,
         ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+            verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
         }
 
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -425,7 +441,13 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     let (cert, key, first) = certificate(&dir, "site", "proxy.test");
     let upstream = origin();
     let child = zipwire()
-        .args(["proxy", "--threads", "1", "--upstream", &format!("http://{upstream}")])
+        .args([
+            "proxy",
+            "--threads",
+            "1",
+            "--upstream",
+            &format!("http://{upstream}"),
+        ])
         .args(["--tls-listen", "127.0.0.1:0", "--tls-cert"])
         .arg(&cert)
         .arg("--tls-key")
@@ -448,9 +470,16 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     hangup(&proxy.0);
     log.wait_for("tls certificates reloaded");
     let mut fresh = tls_client::connect(addr);
-    assert!(tls_client::shown(&fresh) == renewed, "new connections see the new certificate");
+    assert!(
+        tls_client::shown(&fresh) == renewed,
+        "new connections see the new certificate"
+    );
     assert_eq!(tls_client::get(&mut fresh), b"hello");
-    assert_eq!(tls_client::get(&mut open), b"hello", "the open connection goes on");
+    assert_eq!(
+        tls_client::get(&mut open),
+        b"hello",
+        "the open connection goes on"
+    );
 
     fs::write(&cert, "-----BEGIN CERTIFICATE-----\nbroken\n").expect("break the certificate");
     hangup(&proxy.0);
@@ -458,8 +487,95 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     assert!(warning.contains("WARN"), "{warning}");
     assert!(warning.contains(&*cert.display().to_string()), "{warning}");
     let later = tls_client::connect(addr);
-    assert!(tls_client::shown(&later) == renewed, "the certificate in use is kept");
+    assert!(
+        tls_client::shown(&later) == renewed,
+        "the certificate in use is kept"
+    );
     assert_eq!(tls_client::get(&mut open), b"hello");
     // Still running after both signals.
     assert!(proxy.0.try_wait().expect("wait").is_none());
+}
+
+/// The resident set of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a VmRSS line");
+    kib * 1024
+}
+
+#[test]
+fn stalled_and_garbage_handshakes_keep_memory_bounded() {
+    use std::io::Write;
+    // Three times the connection limit; more wait on the kernel's accept queue, which here
+    // takes about 200 before new connects wait for the handshake timeout to free slots.
+    const CLIENTS: usize = 192;
+    let dir = tls_dir("memory");
+    let (cert, key, _) = certificate(&dir, "site", "proxy.test");
+    let upstream = origin();
+    let config = config_file(
+        "proxy-tls-memory.toml",
+        &format!(
+            "upstreams = [\"http://{upstream}\"]\nthreads = 1\n[limits]\nmax_connections = 64\n\
+             [tls]\nlisten = [\"127.0.0.1:0\"]\ncert = \"{}\"\nkey = \"{}\"\nhandshake_timeout = \"2s\"\n",
+            cert.display(),
+            key.display()
+        ),
+    );
+    let child = zipwire()
+        .args(["proxy", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start zipwire proxy");
+    let proxy = {
+        let mut running = Running(child);
+        let log = Log::of(&mut running.0);
+        let addr = listening_addr(&log.wait_for("proxy listening"));
+        (running, log, addr)
+    };
+    let (running, _log, addr) = proxy;
+    // Warm up: one full handshake and request, so the baseline holds what one client costs.
+    let mut warm = tls_client::connect(addr);
+    assert_eq!(tls_client::get(&mut warm), b"hello");
+    drop(warm);
+    let before = rss(running.0.id());
+
+    // Clients that announce a full 16 KiB record and send a sliver of it, garbage, or
+    // nothing, and hold their connections open.
+    let mut held = Vec::with_capacity(CLIENTS);
+    for i in 0..CLIENTS {
+        let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+            break;
+        };
+        let _ = match i % 3 {
+            // Half of a 16 KiB handshake record, which the proxy must buffer to parse.
+            0 => stream.write_all(&[&[0x16, 0x03, 0x01, 0x40, 0x00][..], &[0x01; 8192]].concat()),
+            1 => stream.write_all(&[0xa5; 512]),
+            _ => Ok(()),
+        };
+        held.push(stream);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let during = rss(running.0.id());
+    let grown = during.saturating_sub(before);
+    assert!(
+        grown < 16 << 20,
+        "{} clients grew the proxy by {} KiB",
+        held.len(),
+        grown >> 10
+    );
+    // Served again once the stalled ones are cut (64 at a time, each after 2 s at most).
+    drop(held);
+    let mut later = tls_client::connect(addr);
+    assert_eq!(tls_client::get(&mut later), b"hello");
+    eprintln!(
+        "RSS {} KiB before, {} KiB with {CLIENTS} bad clients",
+        before >> 10,
+        during >> 10
+    );
 }
