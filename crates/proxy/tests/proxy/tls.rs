@@ -71,7 +71,8 @@ async fn alpn_offers_h2_first_then_http11() {
     let dir = temp_dir("alpn");
     let site = site(&dir, "site", &["proxy.test"]);
     let proxy = TlsProxy::start(origin.upstream(), &site, |_| {}).await;
-    let rows: &[(&[&[u8]], Option<&[u8]>)] = &[
+    type Row<'a> = (&'a [&'a [u8]], Option<&'a [u8]>);
+    let rows: &[Row] = &[
         // The server's preference wins (RFC 7301 §3.2), whatever the client's order.
         (&[b"http/1.1", b"h2"], Some(b"h2")),
         (&[b"h2"], Some(b"h2")),
