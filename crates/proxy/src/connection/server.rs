@@ -1,5 +1,6 @@
-//! The server runtime: the accept loop, one hyper HTTP/1 connection per client, the
-//! connection limit and graceful shutdown.
+//! The server runtime: the accept loop over every listener (cleartext and TLS), one hyper
+//! HTTP/1 connection per client (after its TLS handshake on a TLS listener), the connection
+//! limit and graceful shutdown.
 //!
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
 //! `request{method, path}` span under it. Limits on clients: the request head must arrive
