@@ -25,7 +25,10 @@ async fn garbage_instead_of_a_client_hello_is_closed_and_the_proxy_keeps_serving
     let origin = Origin::start().await;
     let dir = temp_dir("garbage");
     let site = site(&dir, "site", &["proxy.test"]);
-    let proxy = TlsProxy::start(origin.upstream(), &site, |_| {}).await;
+    let proxy = TlsProxy::start(origin.upstream(), &site, |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
     let mut hello_cut_short = client_hello(0x0303, &[0xc02b]);
     // A record header that announces more than a record may hold (RFC 8446 §5.1: 2^14).
     hello_cut_short[3..5].copy_from_slice(&0xffffu16.to_be_bytes());
@@ -67,6 +70,24 @@ async fn garbage_instead_of_a_client_hello_is_closed_and_the_proxy_keeps_serving
     let (head, body) = get(stream, "/page.html", &[("accept-encoding", "gzip")]).await;
     assert_eq!(head.status, 200);
     assert_eq!(gunzip(&body), html(50_000));
+
+    // The operator sees both counts, in /stats and /metrics.
+    let admin = proxy.admin.expect("an admin listener");
+    let (_, stats) = fetch(&client(), "GET", &format!("http://{admin}/stats"), &[]).await;
+    let stats: serde_json::Value = serde_json::from_slice(&stats).expect("JSON");
+    assert_eq!(stats["tls_handshakes"], 1);
+    assert_eq!(stats["tls_handshake_failures"], inputs.len());
+    let (_, metrics) = fetch(&client(), "GET", &format!("http://{admin}/metrics"), &[]).await;
+    let metrics = String::from_utf8(metrics.to_vec()).expect("text");
+    assert!(
+        metrics.contains("\nzipwire_proxy_tls_handshakes_total 1\n"),
+        "{metrics}"
+    );
+    let failures = format!(
+        "\nzipwire_proxy_tls_handshake_failures_total {}\n",
+        inputs.len()
+    );
+    assert!(metrics.contains(&failures), "{metrics}");
 }
 
 #[tokio::test]

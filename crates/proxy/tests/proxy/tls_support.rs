@@ -76,6 +76,7 @@ pub struct TlsProxy {
     pub plain: Vec<SocketAddr>,
     /// The TLS listeners.
     pub tls: Vec<SocketAddr>,
+    pub admin: Option<SocketAddr>,
     pub stats: Arc<Counters>,
     pub reloader: TlsReloader,
     shutdown: Option<oneshot::Sender<()>>,
@@ -107,6 +108,7 @@ impl TlsProxy {
             vec![server.local_addr()]
         };
         let reloader = server.tls_reloader().expect("TLS listeners");
+        let admin = server.admin_addr();
         let stats = server.stats();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
@@ -115,6 +117,7 @@ impl TlsProxy {
         TlsProxy {
             plain,
             tls,
+            admin,
             stats,
             reloader,
             shutdown: Some(tx),
