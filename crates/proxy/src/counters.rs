@@ -20,6 +20,10 @@ pub struct Counters {
     pub connections: AtomicU64,
     /// Client connections open now (a gauge).
     pub active_connections: AtomicU64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: AtomicU64,
+    /// TLS handshakes that failed or did not finish within the handshake timeout.
+    pub tls_handshake_failures: AtomicU64,
     /// Requests received, answered by an upstream or by the proxy itself.
     pub requests: AtomicU64,
     /// Responses whose body was compressed.

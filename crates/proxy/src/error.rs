@@ -5,6 +5,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use http::uri::Authority;
@@ -55,6 +56,8 @@ pub enum ProxyError {
     Runtime(io::Error),
     /// The configuration names no upstream.
     NoUpstreams,
+    /// The configuration names no listener, cleartext or TLS.
+    NoListeners,
     /// The request cannot be forwarded as it is (a target that is not a path, CONNECT).
     BadRequest {
         /// What is wrong with it.
@@ -109,6 +112,14 @@ pub enum ProxyError {
     /// before anything was sent: it does not decode, or it decodes past
     /// [`Compression::gunzip_max_output`](crate::Compression::gunzip_max_output).
     Gunzip(DecodeError),
+    /// A TLS certificate or key that cannot be used (missing, unreadable, not PEM, a key
+    /// that does not match its certificate), or TLS listeners without a certificate.
+    Tls {
+        /// The file at fault, when one is.
+        path: Option<PathBuf>,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ProxyError {
@@ -124,9 +135,11 @@ impl ProxyError {
             | ProxyError::Upstream { .. }
             | ProxyError::UpstreamTimeout { .. }
             | ProxyError::Gunzip(_) => Side::Upstream,
-            ProxyError::Bind { .. } | ProxyError::Runtime(_) | ProxyError::NoUpstreams => {
-                Side::Internal
-            }
+            ProxyError::Bind { .. }
+            | ProxyError::Runtime(_)
+            | ProxyError::NoUpstreams
+            | ProxyError::NoListeners
+            | ProxyError::Tls { .. } => Side::Internal,
         }
     }
 
@@ -159,6 +172,7 @@ impl fmt::Display for ProxyError {
             ProxyError::Bind { addr, .. } => write!(f, "cannot listen on {addr}"),
             ProxyError::Runtime(_) => f.write_str("cannot start the runtime"),
             ProxyError::NoUpstreams => f.write_str("no upstream configured"),
+            ProxyError::NoListeners => f.write_str("no listener configured"),
             ProxyError::BadRequest { reason } => write!(f, "bad request: {reason}"),
             ProxyError::Refused { status, reason } => {
                 write!(f, "refused ({}): {reason}", status.as_u16())
@@ -174,6 +188,11 @@ impl fmt::Display for ProxyError {
                 write!(f, "upstream {upstream} sent nothing for {after:?}")
             }
             ProxyError::Gunzip(error) => describe_gunzip_failure(error, f),
+            ProxyError::Tls {
+                path: Some(path),
+                reason,
+            } => write!(f, "{}: {reason}", path.display()),
+            ProxyError::Tls { path: None, reason } => write!(f, "tls: {reason}"),
         }
     }
 }
@@ -187,11 +206,13 @@ impl StdError for ProxyError {
             | ProxyError::ClientBody { source } => Some(source.as_ref()),
             ProxyError::Gunzip(error) => Some(error),
             ProxyError::NoUpstreams
+            | ProxyError::NoListeners
             | ProxyError::BadRequest { .. }
             | ProxyError::Refused { .. }
             | ProxyError::ClientTimeout { .. }
             | ProxyError::AllDown
-            | ProxyError::UpstreamTimeout { .. } => None,
+            | ProxyError::UpstreamTimeout { .. }
+            | ProxyError::Tls { .. } => None,
         }
     }
 }

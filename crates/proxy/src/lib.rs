@@ -1,5 +1,6 @@
-//! zipwire's compressing reverse proxy: an HTTP/1 server in front of origin servers that
-//! compresses their responses as they stream, and the socket-free rules it follows.
+//! zipwire's compressing reverse proxy: an HTTP/1 server, over cleartext and TLS, in front of
+//! origin servers that compresses their responses as they stream, and the socket-free rules
+//! it follows.
 //!
 //! The rules are pure functions of headers, tested without sockets (pingora's
 //! `decide_action` is the model); the server runs them in phases that
@@ -9,9 +10,10 @@
 //!
 //! - [`Server::bind`] and [`Server::run`] (or [`run_blocking`]) serve a [`ProxyConfig`]:
 //!   round-robin [`Upstream`]s with down-marking and retries, keep-alive pools, limits,
-//!   graceful shutdown. Errors know their [`Side`] ([`ProxyError::status`]);
-//!   [`Server::stats`] gives the live [`Counters`], [`Server::throttle`] the switches a
-//!   budget policy sets ([`Throttle`]).
+//!   graceful shutdown, on cleartext and TLS listeners ([`Tls`]: certificates by SNI,
+//!   reloaded through [`Server::tls_reloader`]). Errors know their [`Side`]
+//!   ([`ProxyError::status`]); [`Server::stats`] gives the live [`Counters`],
+//!   [`Server::throttle`] the switches a budget policy sets ([`Throttle`]).
 //! - [`AcceptEncoding`] reads every `Accept-Encoding` line of a request, with q-values, and
 //!   [`AcceptEncoding::negotiate`] picks a [`Coding`] among those offered ([`negotiate`]
 //!   documents the rules, including how malformed elements are read).
@@ -32,8 +34,9 @@
 //! The crate is laid out as the phases of a proxied request (pingora's phases are the
 //! model), so that a new listener, protocol or coding plugs into one place:
 //!
-//! - `connection/`: listeners and the client protocols on them (the accept loop, HTTP/1,
-//!   keep-alive and read timeouts, the admin listener). It knows nothing of compression.
+//! - `connection/`: listeners and the client protocols on them (the accept loop over every
+//!   listener, TLS termination, HTTP/1, keep-alive and read timeouts, the admin listener).
+//!   It knows nothing of compression.
 //! - `exchange/`: one request's way to an origin and back (the request phases, forwarding
 //!   filters, the request body, the upstream pool, the response body in flight and its
 //!   access log line).
@@ -98,7 +101,8 @@ pub use encode::body;
 
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
-pub use connection::server::{run_blocking, Server};
+pub use connection::server::{run_blocking, run_blocking_with, Server};
+pub use connection::tls::{check_certificates, TlsReloader};
 pub use counters::{BypassCounters, Counters, ErrorCounters};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
@@ -107,5 +111,6 @@ pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
-    BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
+    BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts,
+    Tls, Upstream,
 };

@@ -6,6 +6,7 @@
 //! nginx and HAProxy; `docs/config.md` maps each option to its nginx/HAProxy equivalent.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use zipwire_codec::Level;
@@ -16,8 +17,9 @@ use crate::encode::body::FlushPolicy;
 /// Everything the proxy server needs to run.
 #[derive(Clone, Debug)]
 pub struct ProxyConfig {
-    /// Address the proxy accepts client connections on.
-    pub listen: SocketAddr,
+    /// Addresses the proxy accepts cleartext HTTP clients on (nginx `listen`, HAProxy
+    /// `bind`); may be empty when [`Tls::listen`] is not.
+    pub listen: Vec<SocketAddr>,
     /// Origin servers, tried round-robin.
     pub upstreams: Vec<Upstream>,
     /// Runtime worker threads (default: the number of cores).
@@ -38,13 +40,15 @@ pub struct ProxyConfig {
     pub admin: Option<SocketAddr>,
     /// One `access` log line (tracing, level info) per request. Default on.
     pub access_log: bool,
+    /// TLS listeners and their certificates; off when [`Tls::listen`] is empty.
+    pub tls: Tls,
 }
 
 impl ProxyConfig {
     /// A configuration with every default, listening on `listen` in front of `upstreams`.
     pub fn new(listen: SocketAddr, upstreams: Vec<Upstream>) -> ProxyConfig {
         ProxyConfig {
-            listen,
+            listen: vec![listen],
             upstreams,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             compression: Compression::default(),
@@ -55,6 +59,7 @@ impl ProxyConfig {
             down_time: Duration::from_secs(10),
             admin: None,
             access_log: true,
+            tls: Tls::default(),
         }
     }
 }
@@ -203,4 +208,52 @@ impl Default for ClientLimits {
             max_connections: 10_000,
         }
     }
+}
+
+/// TLS termination: the listeners, their certificates and what is added on them.
+///
+/// The certificates are read from files when the server binds and again on each
+/// [`TlsReloader::reload`](crate::TlsReloader::reload) (SIGHUP in the binary), so that a
+/// renewed certificate takes effect without a restart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tls {
+    /// Addresses that accept TLS clients (nginx `listen 443 ssl`, HAProxy `bind :443 ssl`).
+    /// Default none.
+    pub listen: Vec<SocketAddr>,
+    /// The certificate for clients whose SNI names none of [`Tls::certificates`], or that
+    /// send no SNI (nginx `ssl_certificate` in the default server, HAProxy's first `crt`).
+    pub default_certificate: Option<CertificateFiles>,
+    /// Further certificates, each chosen for a client whose SNI is one of the names the
+    /// certificate is valid for (nginx `server_name` with its own `ssl_certificate`, HAProxy
+    /// `crt-list`). The first that matches wins.
+    pub certificates: Vec<CertificateFiles>,
+    /// Time a client has to complete its handshake; it holds a connection-limit permit
+    /// meanwhile (nginx `ssl_handshake_timeout`, 60 s there). Default 10 s, as the time
+    /// allowed for a request head: a handshake is one or two round trips.
+    pub handshake_timeout: Duration,
+    /// A `Strict-Transport-Security` value set on every response sent over TLS, never over
+    /// cleartext (RFC 6797 §7.2). Default none.
+    pub hsts: Option<http::HeaderValue>,
+}
+
+impl Default for Tls {
+    fn default() -> Tls {
+        Tls {
+            listen: Vec::new(),
+            default_certificate: None,
+            certificates: Vec::new(),
+            handshake_timeout: Duration::from_secs(10),
+            hsts: None,
+        }
+    }
+}
+
+/// A certificate chain and its private key, as PEM files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateFiles {
+    /// The certificate chain, leaf first (nginx `ssl_certificate`).
+    pub cert: PathBuf,
+    /// The private key: PKCS#8, PKCS#1 or SEC1 (nginx `ssl_certificate_key`). A warning is
+    /// logged when its group or others may read it.
+    pub key: PathBuf,
 }

@@ -70,9 +70,24 @@ pub struct ProxyArgs {
     #[arg(short, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Address to accept clients on [default: 127.0.0.1:8080]
+    /// Address to accept cleartext HTTP clients on; repeat for several. Replaces the file's
+    /// listen [default: 127.0.0.1:8080, or none when TLS listeners are given]
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
-    pub listen: Option<SocketAddr>,
+    pub listen: Vec<SocketAddr>,
+
+    /// Address to accept TLS (HTTPS) clients on; repeat for several. Replaces the file's
+    /// tls.listen [default: none]
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
+    pub tls_listen: Vec<SocketAddr>,
+
+    /// The TLS certificate chain, PEM, leaf first (nginx `ssl_certificate`); the default for
+    /// clients whose SNI names no `[[tls.certificates]]` entry
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert, PEM (nginx `ssl_certificate_key`)
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
 
     /// Origin server, http://HOST:PORT; repeat for several (round-robin). Replaces the file's
     /// upstreams.

@@ -117,3 +117,465 @@ fn a_bad_flag_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("TLS to upstreams is not supported yet"));
 }
+
+// TLS: --check reads the certificates, and the running proxy reloads them on SIGHUP.
+
+/// A self-signed certificate for `name` in `dir/stem.pem` and `dir/stem.key` (mode 0600).
+fn certificate(dir: &Path, stem: &str, name: &str) -> (PathBuf, PathBuf, Vec<u8>) {
+    let cert = dir.join(format!("{stem}.pem"));
+    let key = dir.join(format!("{stem}.key"));
+    let der = write_certificate(&cert, &key, name);
+    (cert, key, der)
+}
+
+/// Writes a new certificate for `name` over `cert` and `key`; returns its DER.
+fn write_certificate(cert: &Path, key: &Path, name: &str) -> Vec<u8> {
+    use std::os::unix::fs::PermissionsExt;
+    let generated =
+        rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("generate a certificate");
+    fs::write(cert, generated.cert.pem()).expect("write the certificate");
+    fs::write(key, generated.signing_key.serialize_pem()).expect("write the key");
+    fs::set_permissions(key, fs::Permissions::from_mode(0o600)).expect("chmod");
+    generated.cert.der().to_vec()
+}
+
+fn tls_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("proxy-tls-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn tls_flags<'a>(cert: &'a Path, key: &'a Path) -> Vec<&'a std::ffi::OsStr> {
+    let mut flags: Vec<&std::ffi::OsStr> = [
+        "--upstream",
+        "http://127.0.0.1:9000",
+        "--tls-listen",
+        "127.0.0.1:8443",
+    ]
+    .iter()
+    .map(std::ffi::OsStr::new)
+    .collect();
+    flags.extend([
+        std::ffi::OsStr::new("--tls-cert"),
+        cert.as_os_str(),
+        std::ffi::OsStr::new("--tls-key"),
+        key.as_os_str(),
+    ]);
+    flags
+}
+
+fn check_tls(cert: &Path, key: &Path) -> Output {
+    zipwire()
+        .args(["proxy", "--check"])
+        .args(tls_flags(cert, key))
+        .output()
+        .expect("the zipwire binary runs")
+}
+
+#[test]
+fn check_prints_the_tls_listeners_and_loads_the_certificates() {
+    let dir = tls_dir("check");
+    let (cert, key, _) = certificate(&dir, "site", "proxy.test");
+    let output = check_tls(&cert, &key);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("\nlisten = []\n"), "{stdout}");
+    let expected = format!(
+        "\n[tls]\nlisten = [\"127.0.0.1:8443\"]\ncert = \"{}\"\nkey = \"{}\"\nhandshake_timeout = \"10s\"\n# hsts: off\n",
+        cert.display(),
+        key.display()
+    );
+    assert!(stdout.contains(&expected), "{stdout}");
+}
+
+#[test]
+fn check_refuses_missing_unreadable_and_mismatched_certificates() {
+    let dir = tls_dir("check-bad");
+    let (cert, key, _) = certificate(&dir, "site", "proxy.test");
+    let (_, other_key, _) = certificate(&dir, "other", "proxy.test");
+    let missing = dir.join("missing.pem");
+    let not_pem = config_file("proxy-tls-not-a-key.pem", "not a key\n");
+    let rows: &[(&Path, &Path, String)] = &[
+        (
+            &missing,
+            &key,
+            format!(
+                "zipwire: {}: cannot read a PEM certificate",
+                missing.display()
+            ),
+        ),
+        (
+            &cert,
+            &not_pem,
+            format!(
+                "zipwire: {}: cannot read a PEM private key",
+                not_pem.display()
+            ),
+        ),
+        (
+            &cert,
+            &other_key,
+            format!(
+                "zipwire: {}: not the key of {}",
+                other_key.display(),
+                cert.display()
+            ),
+        ),
+    ];
+    for (cert, key, expected) in rows {
+        let output = check_tls(cert, key);
+        assert_eq!(output.status.code(), Some(1), "{expected}");
+        assert!(output.stdout.is_empty());
+        assert!(
+            text(&output.stderr).starts_with(expected.as_str()),
+            "got {}\nwant {expected}",
+            text(&output.stderr)
+        );
+    }
+}
+
+/// The proxy's log lines, read by a thread as they come.
+struct Log(std::sync::mpsc::Receiver<String>);
+
+impl Log {
+    fn of(child: &mut std::process::Child) -> Log {
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Log(rx)
+    }
+
+    /// The next line containing `needle`, within 10 s.
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no log line with {needle:?}"),
+            }
+        }
+    }
+}
+
+/// Kills the child if a test fails before it is reaped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An origin answering every request with a small text body, then closing.
+fn origin() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
+    let addr = listener.local_addr().expect("origin address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    addr
+}
+
+mod tls_client {
+    //! A blocking rustls client that accepts any certificate and reports the one shown.
+
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme};
+
+    pub type Stream = rustls::StreamOwned<ClientConnection, TcpStream>;
+
+    pub fn connect(addr: SocketAddr) -> Stream {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let name = ServerName::try_from("proxy.test").expect("a valid name");
+        let connection = ClientConnection::new(Arc::new(config), name).expect("a client");
+        let tcp = TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut stream = rustls::StreamOwned::new(connection, tcp);
+        while stream.conn.is_handshaking() {
+            stream
+                .conn
+                .complete_io(&mut stream.sock)
+                .expect("handshake");
+        }
+        stream
+    }
+
+    /// The certificate the server showed.
+    pub fn shown(stream: &Stream) -> Vec<u8> {
+        stream.conn.peer_certificates().expect("a certificate")[0].to_vec()
+    }
+
+    /// One GET on a kept-alive connection; the body.
+    pub fn get(stream: &mut Stream) -> Vec<u8> {
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: proxy.test\r\n\r\n")
+            .expect("send");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).expect("a response head");
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length: "))
+            .expect("a content-length")
+            .trim()
+            .parse()
+            .expect("a length");
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body).expect("the body");
+        body
+    }
+
+    #[derive(Debug)]
+    struct AnyCertificate(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+/// The address in a "proxy listening" line.
+fn listening_addr(line: &str) -> std::net::SocketAddr {
+    let at = line.find("local_addr=").expect("an address") + "local_addr=".len();
+    line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect::<String>()
+        .parse()
+        .expect("an address in the log line")
+}
+
+fn hangup(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+#[test]
+fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken() {
+    let dir = tls_dir("sighup");
+    let (cert, key, first) = certificate(&dir, "site", "proxy.test");
+    let upstream = origin();
+    let child = zipwire()
+        .args([
+            "proxy",
+            "--threads",
+            "1",
+            "--upstream",
+            &format!("http://{upstream}"),
+        ])
+        .args(["--tls-listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start zipwire proxy");
+    let mut proxy = Running(child);
+    let log = Log::of(&mut proxy.0);
+    let line = log.wait_for("proxy listening");
+    assert!(line.contains("tls=true"), "{line}");
+    let addr = listening_addr(&line);
+
+    let mut open = tls_client::connect(addr);
+    assert!(tls_client::shown(&open) == first);
+    assert_eq!(tls_client::get(&mut open), b"hello");
+
+    let renewed = write_certificate(&cert, &key, "proxy.test");
+    hangup(&proxy.0);
+    log.wait_for("tls certificates reloaded");
+    let mut fresh = tls_client::connect(addr);
+    assert!(
+        tls_client::shown(&fresh) == renewed,
+        "new connections see the new certificate"
+    );
+    assert_eq!(tls_client::get(&mut fresh), b"hello");
+    assert_eq!(
+        tls_client::get(&mut open),
+        b"hello",
+        "the open connection goes on"
+    );
+
+    fs::write(&cert, "-----BEGIN CERTIFICATE-----\nbroken\n").expect("break the certificate");
+    hangup(&proxy.0);
+    let warning = log.wait_for("tls certificates not reloaded");
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains(&*cert.display().to_string()), "{warning}");
+    let later = tls_client::connect(addr);
+    assert!(
+        tls_client::shown(&later) == renewed,
+        "the certificate in use is kept"
+    );
+    assert_eq!(tls_client::get(&mut open), b"hello");
+    // Still running after both signals.
+    assert!(proxy.0.try_wait().expect("wait").is_none());
+}
+
+/// The resident set of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a VmRSS line");
+    kib * 1024
+}
+
+#[test]
+fn stalled_and_garbage_handshakes_keep_memory_bounded() {
+    use std::io::Write;
+    // Three times the connection limit; more wait on the kernel's accept queue, which here
+    // takes about 200 before new connects wait for the handshake timeout to free slots.
+    const CLIENTS: usize = 192;
+    let dir = tls_dir("memory");
+    let (cert, key, _) = certificate(&dir, "site", "proxy.test");
+    let upstream = origin();
+    let config = config_file(
+        "proxy-tls-memory.toml",
+        &format!(
+            "upstreams = [\"http://{upstream}\"]\nthreads = 1\n[limits]\nmax_connections = 64\n\
+             [tls]\nlisten = [\"127.0.0.1:0\"]\ncert = \"{}\"\nkey = \"{}\"\nhandshake_timeout = \"2s\"\n",
+            cert.display(),
+            key.display()
+        ),
+    );
+    let child = zipwire()
+        .args(["proxy", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start zipwire proxy");
+    let proxy = {
+        let mut running = Running(child);
+        let log = Log::of(&mut running.0);
+        let addr = listening_addr(&log.wait_for("proxy listening"));
+        (running, log, addr)
+    };
+    let (running, _log, addr) = proxy;
+    // Warm up: one full handshake and request, so the baseline holds what one client costs.
+    let mut warm = tls_client::connect(addr);
+    assert_eq!(tls_client::get(&mut warm), b"hello");
+    drop(warm);
+    let before = rss(running.0.id());
+
+    // Clients that announce a full 16 KiB record and send a sliver of it, garbage, or
+    // nothing, and hold their connections open.
+    let mut held = Vec::with_capacity(CLIENTS);
+    for i in 0..CLIENTS {
+        let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+            break;
+        };
+        let _ = match i % 3 {
+            // Half of a 16 KiB handshake record, which the proxy must buffer to parse.
+            0 => stream.write_all(&[&[0x16, 0x03, 0x01, 0x40, 0x00][..], &[0x01; 8192]].concat()),
+            1 => stream.write_all(&[0xa5; 512]),
+            _ => Ok(()),
+        };
+        held.push(stream);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let during = rss(running.0.id());
+    let grown = during.saturating_sub(before);
+    assert!(
+        grown < 16 << 20,
+        "{} clients grew the proxy by {} KiB",
+        held.len(),
+        grown >> 10
+    );
+    // Served again once the stalled ones are cut (64 at a time, each after 2 s at most).
+    drop(held);
+    let mut later = tls_client::connect(addr);
+    assert_eq!(tls_client::get(&mut later), b"hello");
+    eprintln!(
+        "RSS {} KiB before, {} KiB with {CLIENTS} bad clients",
+        before >> 10,
+        during >> 10
+    );
+}

@@ -60,6 +60,8 @@ impl AdminState {
                 .map(|reason| reason.as_str().to_owned()),
             connections: load(&c.connections),
             active_connections: load(&c.active_connections),
+            tls_handshakes: load(&c.tls_handshakes),
+            tls_handshake_failures: load(&c.tls_handshake_failures),
             errors: Errors {
                 client: load(&c.errors.client),
                 upstream: load(&c.errors.upstream),

@@ -9,12 +9,13 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use http::header::{HeaderValue, STRICT_TRANSPORT_SECURITY};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::Watcher;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::{debug, debug_span, Instrument};
@@ -30,6 +31,9 @@ pub(crate) struct Connection {
     pub(crate) counters: Arc<Counters>,
     pub(crate) phases: Phases,
     pub(crate) peer: SocketAddr,
+    /// The `Strict-Transport-Security` value set on every response: only on TLS listeners
+    /// (RFC 6797 §7.2), when configured.
+    pub(crate) hsts: Option<HeaderValue>,
     /// Held while the connection is open: the connection limit.
     pub(crate) _permit: OwnedSemaphorePermit,
 }
@@ -40,11 +44,12 @@ impl Connection {
     ///
     /// `stream` is the client's byte stream (a TCP socket, or TLS over one); `more` is the
     /// flag its [`CorkedStream`](crate::connection::cork::CorkedStream) reads, which the
-    /// response body raises while more of it follows.
+    /// response body raises while more of it follows; `graceful` closes the connection
+    /// when the server shuts down.
     pub(crate) fn serve<S>(
         self,
         http: &http1::Builder,
-        graceful: &GracefulShutdown,
+        graceful: Watcher,
         stream: S,
         more: MoreToCome,
     ) -> impl Future<Output = ()> + Send + 'static
@@ -54,15 +59,22 @@ impl Connection {
         let proxy = self.proxy.clone();
         let peer = self.peer;
         let phases = self.phases.clone();
+        let hsts = self.hsts.clone();
         let stream = TimedStream::new(stream, phases.clone());
         let service = service_fn(move |request: Request<Incoming>| {
             let proxy = proxy.clone();
             let more = more.clone();
             let served = phases.serve();
+            let hsts = hsts.clone();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
             async move {
-                let response = proxy.handle(request, peer, more).await;
+                let mut response = proxy.handle(request, peer, more).await;
+                if let Some(value) = hsts {
+                    response
+                        .headers_mut()
+                        .insert(STRICT_TRANSPORT_SECURITY, value);
+                }
                 Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
             }
             .instrument(span)

@@ -1,5 +1,6 @@
-//! The server runtime: the accept loop, one hyper HTTP/1 connection per client, the
-//! connection limit and graceful shutdown.
+//! The server runtime: the accept loop over every listener (cleartext and TLS), one hyper
+//! HTTP/1 connection per client (after its TLS handshake on a TLS listener), the connection
+//! limit and graceful shutdown.
 //!
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
 //! `request{method, path}` span under it. Limits on clients: the request head must arrive
@@ -20,9 +21,9 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioTimer;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, info, info_span, warn, Instrument};
 
@@ -30,6 +31,8 @@ use crate::connection::admin::{self, AdminState};
 use crate::connection::cork::{CorkedStream, MoreToCome};
 use crate::connection::http::Connection;
 use crate::connection::keepalive::Phases;
+use crate::connection::listener::{Listener, Listeners};
+use crate::connection::tls::{self, Acceptor, TlsReloader};
 use crate::counters::Counters;
 use crate::encode::budget;
 use crate::encode::throttle::Throttle;
@@ -64,10 +67,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// ```
 #[derive(Debug)]
 pub struct Server {
-    listener: TcpListener,
-    local_addr: SocketAddr,
+    listeners: Listeners,
+    tls_reloader: Option<TlsReloader>,
     proxy: Arc<Proxy>,
-    http: http1::Builder,
+    http: Arc<http1::Builder>,
     /// `header_read` and `idle`, for each connection's [`Phases`].
     phases: (Duration, Duration),
     max_connections: usize,
@@ -80,23 +83,35 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds [`ProxyConfig::listen`] (port 0 picks a free port; see
-    /// [`Server::local_addr`]) and prepares the upstream pool.
+    /// Binds [`ProxyConfig::listen`] and the TLS listeners of [`ProxyConfig::tls`] (port 0
+    /// picks a free port; see [`Server::local_addr`]), loads the TLS certificates and
+    /// prepares the upstream pool.
     ///
     /// # Errors
     ///
-    /// [`ProxyError::NoUpstreams`] when `config.upstreams` is empty, [`ProxyError::Bind`] when
-    /// the address cannot be bound.
+    /// [`ProxyError::NoUpstreams`] when `config.upstreams` is empty,
+    /// [`ProxyError::NoListeners`] when no address is given, [`ProxyError::Tls`] when a
+    /// certificate cannot be loaded, [`ProxyError::Bind`] when an address cannot be bound.
     pub async fn bind(config: ProxyConfig) -> Result<Server, ProxyError> {
         if config.upstreams.is_empty() {
             return Err(ProxyError::NoUpstreams);
         }
-        let bind_error = |source| ProxyError::Bind {
-            addr: config.listen,
-            source,
+        if config.listen.is_empty() && config.tls.listen.is_empty() {
+            return Err(ProxyError::NoListeners);
+        }
+        let (acceptor, tls_reloader) = if config.tls.listen.is_empty() {
+            (None, None)
+        } else {
+            let (acceptor, reloader) = Acceptor::new(&config.tls)?;
+            (Some(acceptor), Some(reloader))
         };
-        let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
-        let local_addr = listener.local_addr().map_err(bind_error)?;
+        let mut listeners = Vec::new();
+        for &addr in &config.listen {
+            listeners.push(Listener::bind(addr, None).await?);
+        }
+        for &addr in &config.tls.listen {
+            listeners.push(Listener::bind(addr, acceptor.clone()).await?);
+        }
         let admin = match config.admin {
             Some(addr) => {
                 let admin_error = |source| ProxyError::Bind { addr, source };
@@ -120,8 +135,8 @@ impl Server {
             .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE) + URI_ROOM)
             .keep_alive(true);
         Ok(Server {
-            listener,
-            local_addr,
+            listeners: Listeners::new(listeners),
+            tls_reloader,
             phases: (config.timeouts.header_read, config.timeouts.idle),
             proxy: Arc::new(Proxy::new(
                 &config,
@@ -129,7 +144,7 @@ impl Server {
                 throttle.clone(),
                 memory.clone(),
             )),
-            http,
+            http: Arc::new(http),
             max_connections: config.limits.max_connections.max(1),
             shutdown_grace: config.timeouts.shutdown_grace,
             counters,
@@ -145,9 +160,30 @@ impl Server {
         self.admin.as_ref().map(|(_, addr)| *addr)
     }
 
-    /// The address the server listens on.
+    /// The address the server listens on: the first cleartext listener's, or the first TLS
+    /// listener's when there is no cleartext one.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        let mut all = self.listeners.iter();
+        let first = self.listeners.iter().next().map(Listener::addr);
+        all.find(|listener| listener.tls().is_none())
+            .map(Listener::addr)
+            .or(first)
+            .expect("bind refuses a server without listeners")
+    }
+
+    /// The addresses of the TLS listeners, in the order of [`Tls::listen`](crate::Tls::listen).
+    pub fn tls_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter(|listener| listener.tls().is_some())
+            .map(Listener::addr)
+            .collect()
+    }
+
+    /// The handle that reloads the TLS certificates from their files (on SIGHUP, say);
+    /// `None` without TLS listeners.
+    pub fn tls_reloader(&self) -> Option<TlsReloader> {
+        self.tls_reloader.clone()
     }
 
     /// The server's counters, live: they keep counting while the server runs.
@@ -173,8 +209,8 @@ impl Server {
     /// fatal listener errors.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ProxyError> {
         let Server {
-            listener,
-            local_addr,
+            mut listeners,
+            tls_reloader: _,
             proxy,
             http,
             phases,
@@ -186,7 +222,10 @@ impl Server {
             admin,
             memory,
         } = self;
-        info!(%local_addr, "proxy listening");
+        for listener in listeners.iter() {
+            let tls = listener.tls().is_some();
+            info!(local_addr = %listener.addr(), tls, "proxy listening");
+        }
         // Helpers that live as long as the accept loop: aborted when it ends.
         let mut helpers = JoinSet::new();
         if let Some(spec) = budget {
@@ -205,6 +244,8 @@ impl Server {
         }
         let permits = Arc::new(Semaphore::new(max_connections));
         let graceful = GracefulShutdown::new();
+        // Raised when shutdown begins: connections still in their TLS handshake give up.
+        let (stopping, _) = watch::channel(());
         let mut tasks = JoinSet::new();
         let next_id = AtomicU64::new(0);
         tokio::pin!(shutdown);
@@ -218,10 +259,10 @@ impl Server {
                     Err(_) => break,
                 },
             };
-            let (stream, peer) = tokio::select! {
+            let (listener, (stream, peer)) = tokio::select! {
                 () = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+                (listener, accepted) = listeners.accept() => match accepted {
+                    Ok(accepted) => (listener, accepted),
                     Err(error) => {
                         warn!(%error, "accept failed");
                         tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -234,18 +275,39 @@ impl Server {
                 debug!(%error, "cannot set TCP_NODELAY");
             }
             let more = MoreToCome::default();
+            // The cork sits under TLS: the records a response's writes become carry its flag.
             let stream = CorkedStream::new(stream, more.clone());
-            let connection = Connection {
+            let span = info_span!("conn", id, %peer);
+            let phases = Phases::new(phases.0, phases.1);
+            let Some(acceptor) = listener.tls() else {
+                let connection = Connection {
+                    proxy: proxy.clone(),
+                    counters: counters.clone(),
+                    phases,
+                    peer,
+                    hsts: None,
+                    _permit: permit,
+                };
+                let served = connection.serve(&http, graceful.watcher(), stream, more);
+                tasks.spawn(served.instrument(span));
+                continue;
+            };
+            let handshake = Handshake {
+                acceptor: acceptor.clone(),
                 proxy: proxy.clone(),
                 counters: counters.clone(),
-                phases: Phases::new(phases.0, phases.1),
+                phases,
                 peer,
-                _permit: permit,
+                permit,
+                http: http.clone(),
+                graceful: graceful.watcher(),
+                stopping: stopping.subscribe(),
             };
-            let served = connection.serve(&http, &graceful, stream, more);
-            tasks.spawn(served.instrument(info_span!("conn", id, %peer)));
+            tasks.spawn(handshake.serve(stream, more).instrument(span));
         }
-        drop(listener);
+        drop(listeners);
+        // Wakes the handshakes, so that they let go of their watchers.
+        let _ = stopping.send(());
         let open = graceful.count();
         info!(open, "shutting down");
         if tokio::time::timeout(shutdown_grace, graceful.shutdown())
@@ -264,6 +326,49 @@ impl Server {
     }
 }
 
+/// A TLS client's connection until its handshake is done.
+///
+/// It holds its permit meanwhile (a stalled handshake counts against `max_connections`), and
+/// becomes a [`Connection`], counted open, once the handshake is done.
+struct Handshake {
+    acceptor: Acceptor,
+    proxy: Arc<Proxy>,
+    counters: Arc<Counters>,
+    phases: Phases,
+    peer: SocketAddr,
+    permit: OwnedSemaphorePermit,
+    http: Arc<http1::Builder>,
+    graceful: Watcher,
+    /// Changes when the server shuts down: the handshake is then abandoned.
+    stopping: watch::Receiver<()>,
+}
+
+impl Handshake {
+    /// Runs the handshake, then serves HTTP on the TLS stream.
+    async fn serve(mut self, stream: CorkedStream, more: MoreToCome) {
+        let handshake = self.acceptor.handshake(stream, &self.counters);
+        let stream = tokio::select! {
+            stream = handshake => stream,
+            _ = self.stopping.changed() => None,
+        };
+        // A failed handshake drops the stream and the permit here.
+        let Some(stream) = stream else { return };
+        let protocol = tls::alpn(&stream);
+        debug!(alpn = ?protocol.map(String::from_utf8_lossy), "tls established");
+        let connection = Connection {
+            proxy: self.proxy,
+            counters: self.counters,
+            phases: self.phases,
+            peer: self.peer,
+            hsts: self.acceptor.hsts.clone(),
+            _permit: self.permit,
+        };
+        connection
+            .serve(&self.http, self.graceful, stream, more)
+            .await;
+    }
+}
+
 /// Builds a runtime with [`ProxyConfig::threads`] threads (a current-thread runtime for
 /// one), binds and runs the server until `shutdown` completes. For binaries; inside a runtime, use [`Server::bind`]
 /// and [`Server::run`].
@@ -276,6 +381,33 @@ pub fn run_blocking(
     config: ProxyConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ProxyError> {
+    let runtime = runtime(&config)?;
+    runtime.block_on(async move { Server::bind(config).await?.run(shutdown).await })
+}
+
+/// [`run_blocking`] with a shutdown future made from the bound server: the binary takes the
+/// [`Server::tls_reloader`] there, to reload certificates on SIGHUP until shutdown.
+///
+/// `shutdown` is called inside the runtime, after the listeners are bound and before the
+/// first client is accepted, so that signal handlers it installs are in place by then.
+///
+/// # Errors
+///
+/// Those of [`run_blocking`].
+pub fn run_blocking_with<F, S>(config: ProxyConfig, shutdown: S) -> Result<(), ProxyError>
+where
+    S: FnOnce(&Server) -> F,
+    F: Future<Output = ()>,
+{
+    runtime(&config)?.block_on(async move {
+        let server = Server::bind(config).await?;
+        let shutdown = shutdown(&server);
+        server.run(shutdown).await
+    })
+}
+
+/// The runtime [`run_blocking`] describes.
+fn runtime(config: &ProxyConfig) -> Result<tokio::runtime::Runtime, ProxyError> {
     // One thread: a current-thread runtime, so that the accept loop and every connection share
     // the thread and no task wake-up crosses threads (the multi-thread scheduler's atomics and
     // futex wake-ups cost ~10% of a core under load).
@@ -286,10 +418,9 @@ pub fn run_blocking(
         builder.worker_threads(config.threads);
         builder
     };
-    let runtime = builder
+    builder
         .thread_name("zipwire-proxy")
         .enable_all()
         .build()
-        .map_err(ProxyError::Runtime)?;
-    runtime.block_on(async move { Server::bind(config).await?.run(shutdown).await })
+        .map_err(ProxyError::Runtime)
 }

@@ -15,4 +15,7 @@ mod robustness;
 mod streaming;
 mod support;
 mod timeouts;
+mod tls;
+mod tls_abuse;
+mod tls_support;
 mod upstreams;

@@ -18,10 +18,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use zipwire_proxy::ProxyConfig;
+use zipwire_proxy::{ProxyConfig, TlsReloader};
 
 use crate::cli::ProxyArgs;
-use crate::proxy::raw::{Quantity, RawBudget, RawCompression, RawConfig, RawTimeouts};
+use crate::proxy::raw::{
+    Listen, Quantity, RawBudget, RawCompression, RawConfig, RawTimeouts, RawTls,
+};
 
 pub use self::render::render;
 
@@ -31,12 +33,52 @@ pub use self::render::render;
 pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let config = load(args)?;
     if args.check {
+        // The certificate files are read as the server would read them, so that a missing
+        // file, an unreadable key or a key of another certificate fails here.
+        if !config.tls.listen.is_empty() {
+            zipwire_proxy::check_certificates(&config.tls)?;
+        }
         out.write_all(render(&config).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     out.flush()?;
-    zipwire_proxy::run_blocking(config, shutdown_signal()).context("proxy")?;
+    zipwire_proxy::run_blocking_with(config, |server| signals(server.tls_reloader()))
+        .context("proxy")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]); until then each SIGHUP reloads
+/// the TLS certificates, as it makes nginx reload its configuration. Called inside the
+/// runtime before the first client is accepted, so the SIGHUP handler is in place by then.
+fn signals(reloader: Option<TlsReloader>) -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    let shutdown = shutdown_signal();
+    async move {
+        #[cfg(unix)]
+        if let Ok(mut hangup) = hangup {
+            let reload = async {
+                while hangup.recv().await.is_some() {
+                    match &reloader {
+                        // A failure is logged as a warning by the reloader, which keeps the
+                        // certificates in use.
+                        Some(reloader) => {
+                            let _ = reloader.reload();
+                        }
+                        None => tracing::info!("SIGHUP: no TLS certificates to reload"),
+                    }
+                }
+            };
+            tokio::select! {
+                () = shutdown => {}
+                () = reload => {}
+            }
+            return;
+        }
+        #[cfg(not(unix))]
+        let _ = reloader;
+        shutdown.await;
+    }
 }
 
 /// Completes on SIGTERM or Ctrl-C (SIGINT): the server then finishes in-flight requests
@@ -92,7 +134,8 @@ pub fn load(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
 /// file's syntax.
 fn flags(args: &ProxyArgs) -> RawConfig {
     RawConfig {
-        listen: args.listen.map(|addr| addr.to_string()),
+        listen: (!args.listen.is_empty())
+            .then(|| Listen::Many(args.listen.iter().map(ToString::to_string).collect())),
         upstreams: (!args.upstreams.is_empty()).then(|| {
             args.upstreams
                 .iter()
@@ -118,6 +161,13 @@ fn flags(args: &ProxyArgs) -> RawConfig {
                 .client_body_timeout
                 .map(|t| Quantity::Text(crate::value::format_duration(t))),
             ..RawTimeouts::default()
+        },
+        tls: RawTls {
+            listen: (!args.tls_listen.is_empty())
+                .then(|| args.tls_listen.iter().map(ToString::to_string).collect()),
+            cert: args.tls_cert.clone(),
+            key: args.tls_key.clone(),
+            ..RawTls::default()
         },
         ..RawConfig::default()
     }

@@ -7,14 +7,16 @@
 //! negative number or a duration without a unit is rejected with the key's name instead of a
 //! serde type error.
 
+use std::path::PathBuf;
+
 use serde::Deserialize;
 
 /// The whole file. Unknown keys are errors (a typo must not silently fall back to a default).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
-    /// `listen`: the client-facing address.
-    pub listen: Option<String>,
+    /// `listen`: the cleartext client-facing address, or a list of them.
+    pub listen: Option<Listen>,
     /// `upstreams`: origin URLs.
     pub upstreams: Option<Vec<String>>,
     /// `threads`: runtime worker threads.
@@ -40,6 +42,59 @@ pub struct RawConfig {
     /// `[limits]`.
     #[serde(default)]
     pub limits: RawLimits,
+    /// `[tls]`.
+    #[serde(default)]
+    pub tls: RawTls,
+}
+
+/// `listen`: one address or a list.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Listen {
+    /// `listen = "ADDR"`.
+    One(String),
+    /// `listen = ["ADDR", ...]`.
+    Many(Vec<String>),
+}
+
+impl Listen {
+    /// The addresses as written.
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Listen::One(one) => std::slice::from_ref(one),
+            Listen::Many(many) => many,
+        }
+    }
+}
+
+/// `[tls]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTls {
+    /// `listen`: TLS listener addresses.
+    pub listen: Option<Vec<String>>,
+    /// `cert`: the default certificate chain (PEM).
+    pub cert: Option<PathBuf>,
+    /// `key`: its private key (PEM).
+    pub key: Option<PathBuf>,
+    /// `[[tls.certificates]]`: certificates chosen by SNI (a list of tables, so unset is
+    /// empty).
+    #[serde(default)]
+    pub certificates: Vec<RawCertificate>,
+    /// `handshake_timeout`.
+    pub handshake_timeout: Option<Quantity>,
+    /// `hsts`: the `Strict-Transport-Security` value.
+    pub hsts: Option<String>,
+}
+
+/// One `[[tls.certificates]]` entry.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCertificate {
+    /// `cert`: the certificate chain (PEM).
+    pub cert: PathBuf,
+    /// `key`: its private key (PEM).
+    pub key: PathBuf,
 }
 
 /// `[compression]`.
@@ -195,6 +250,18 @@ impl RawConfig {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),
                 max_connections: top.limits.max_connections.or(self.limits.max_connections),
             },
+            tls: RawTls {
+                listen: top.tls.listen.or(self.tls.listen),
+                cert: top.tls.cert.or(self.tls.cert),
+                key: top.tls.key.or(self.tls.key),
+                certificates: if top.tls.certificates.is_empty() {
+                    self.tls.certificates
+                } else {
+                    top.tls.certificates
+                },
+                handshake_timeout: top.tls.handshake_timeout.or(self.tls.handshake_timeout),
+                hsts: top.tls.hsts.or(self.tls.hsts),
+            },
         }
     }
 }
@@ -231,7 +298,7 @@ mod tests {
             "#,
         )
         .expect("valid");
-        assert_eq!(raw.listen.as_deref(), Some("0.0.0.0:80"));
+        assert_eq!(raw.listen, Some(Listen::One("0.0.0.0:80".to_owned())));
         assert_eq!(raw.upstreams.as_ref().map(Vec::len), Some(2));
         assert_eq!(raw.compression.level, Some(2));
         assert_eq!(
@@ -248,11 +315,50 @@ mod tests {
     }
 
     #[test]
+    fn reads_listener_lists_and_tls() {
+        let raw = RawConfig::from_toml(
+            r#"
+            listen = ["0.0.0.0:80", "[::]:80"]
+            [tls]
+            listen = ["0.0.0.0:443"]
+            cert = "site.pem"
+            key = "site.key"
+            handshake_timeout = "5s"
+            hsts = "max-age=31536000"
+            [[tls.certificates]]
+            cert = "other.pem"
+            key = "other.key"
+            "#,
+        )
+        .expect("valid");
+        let listen = raw.listen.expect("listen set");
+        assert_eq!(listen.as_slice(), ["0.0.0.0:80", "[::]:80"]);
+        assert_eq!(raw.tls.listen, Some(vec!["0.0.0.0:443".to_owned()]));
+        assert_eq!(raw.tls.cert, Some(PathBuf::from("site.pem")));
+        assert_eq!(
+            raw.tls.certificates,
+            [RawCertificate {
+                cert: PathBuf::from("other.pem"),
+                key: PathBuf::from("other.key"),
+            }]
+        );
+        assert_eq!(
+            raw.tls.handshake_timeout,
+            Some(Quantity::Text("5s".to_owned()))
+        );
+        let err = RawConfig::from_toml("[[tls.certificates]]\ncert = \"a.pem\"")
+            .expect_err("no key")
+            .to_string();
+        assert!(err.contains("missing field `key`"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         for text in [
             "levle = 1",
             "[compression]\nlevle = 1",
             "[bugdet]\nmax_cpu = 1",
+            "[tls]\ncertificate = \"a.pem\"",
         ] {
             let err = RawConfig::from_toml(text).expect_err(text).to_string();
             assert!(err.contains("unknown field"), "{text}: {err}");
@@ -283,7 +389,7 @@ mod tests {
             ..RawConfig::default()
         };
         let merged = file.overlay(flags);
-        assert_eq!(merged.listen.as_deref(), Some("127.0.0.1:1"));
+        assert_eq!(merged.listen, Some(Listen::One("127.0.0.1:1".to_owned())));
         assert_eq!(merged.upstreams, Some(vec!["http://c:1".to_owned()]));
         assert_eq!(merged.compression.level, Some(5));
         assert_eq!(merged.compression.offload, Some(false));

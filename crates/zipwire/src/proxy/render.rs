@@ -6,8 +6,10 @@
 //! configuration.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
 
-use zipwire_proxy::ProxyConfig;
+use zipwire_proxy::{ProxyConfig, Tls};
 
 use crate::value::{format_duration, format_size};
 
@@ -21,7 +23,10 @@ pub fn render(config: &ProxyConfig) -> String {
 
 fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     writeln!(out, "# effective configuration of zipwire proxy")?;
-    writeln!(out, "listen = {}", quote(&config.listen.to_string()))?;
+    match config.listen.as_slice() {
+        [one] => writeln!(out, "listen = {}", quote(&one.to_string()))?,
+        many => writeln!(out, "listen = {}", addresses(many))?,
+    }
     let upstreams: Vec<String> = config
         .upstreams
         .iter()
@@ -125,7 +130,51 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         "max_header_bytes = {}",
         size(config.limits.max_header_bytes as u64)
     )?;
-    writeln!(out, "max_connections = {}", config.limits.max_connections)
+    writeln!(out, "max_connections = {}", config.limits.max_connections)?;
+
+    write_tls(out, &config.tls)
+}
+
+/// `[tls]`, last: its `[[tls.certificates]]` tables must follow every other key.
+fn write_tls(out: &mut String, tls: &Tls) -> std::fmt::Result {
+    writeln!(out, "\n[tls]")?;
+    writeln!(out, "listen = {}", addresses(&tls.listen))?;
+    match &tls.default_certificate {
+        Some(files) => {
+            writeln!(out, "cert = {}", path(&files.cert))?;
+            writeln!(out, "key = {}", path(&files.key))?;
+        }
+        None => {
+            writeln!(out, "# cert: none")?;
+            writeln!(out, "# key: none")?;
+        }
+    }
+    writeln!(
+        out,
+        "handshake_timeout = {}",
+        quote(&format_duration(tls.handshake_timeout))
+    )?;
+    match tls.hsts.as_ref().and_then(|value| value.to_str().ok()) {
+        Some(hsts) => writeln!(out, "hsts = {}", quote(hsts))?,
+        None => writeln!(out, "# hsts: off")?,
+    }
+    for files in &tls.certificates {
+        writeln!(out, "\n[[tls.certificates]]")?;
+        writeln!(out, "cert = {}", path(&files.cert))?;
+        writeln!(out, "key = {}", path(&files.key))?;
+    }
+    Ok(())
+}
+
+/// Socket addresses as a TOML array.
+fn addresses(addrs: &[SocketAddr]) -> String {
+    let quoted: Vec<String> = addrs.iter().map(|addr| quote(&addr.to_string())).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// A path as a TOML string (a path that is not UTF-8 is written lossily).
+fn path(path: &Path) -> String {
+    quote(&path.to_string_lossy())
 }
 
 /// A size as a TOML value: a quoted `"64KiB"` when a suffix fits exactly, else a number.

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 30);
+    assert_eq!(example.len(), 35);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -119,7 +119,7 @@ fn defaults_need_only_an_upstream() {
     let config = typed("upstreams = [\"http://origin:9000\"]").expect("valid");
     assert_eq!(
         config.listen,
-        "127.0.0.1:8080".parse::<SocketAddr>().expect("addr")
+        ["127.0.0.1:8080".parse::<SocketAddr>().expect("addr")]
     );
     assert!(same(
         &config,
@@ -171,7 +171,7 @@ fn every_key_is_applied() {
     .expect("valid");
     assert_eq!(
         config.listen,
-        "0.0.0.0:80".parse::<SocketAddr>().expect("addr")
+        ["0.0.0.0:80".parse::<SocketAddr>().expect("addr")]
     );
     assert_eq!(config.upstreams, [upstream("a:81"), upstream("b:80")]);
     assert_eq!(config.threads, 3);
@@ -239,7 +239,34 @@ fn rejections_name_the_key() {
         ("threads = 0", "threads: 0 is not a thread count 1-1024"),
         ("threads = 5000", "threads: 5000 is not a thread count 1-1024"),
         ("down_time = 10", "down_time: 10 has no unit: write a string like \"10s\" or \"10ms\""),
-        ("admin = \"127.0.0.1:8080\"", "admin: 127.0.0.1:8080 is also the listen address"),
+        ("admin = \"127.0.0.1:8080\"", "admin: 127.0.0.1:8080 is also a listen address"),
+        ("listen = []", "listen: no listener: give an address here or in tls.listen"),
+        ("listen = [\"127.0.0.1:1\", \"127.0.0.1:1\"]", "listen[1]: 127.0.0.1:1 is listed twice"),
+        ("[tls]\nlisten = [\"nowhere\"]", "tls.listen[0]: 'nowhere' is not an IP address and port"),
+        ("[tls]\nlisten = [\"127.0.0.1:443\"]", "tls.cert: TLS listeners need a certificate"),
+        ("[tls]\ncert = \"a.pem\"\nkey = \"a.key\"", "tls.listen: certificates are given but no TLS listener"),
+        ("[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a.pem\"", "tls.key: tls.cert is given without its key"),
+        ("[tls]\nlisten = [\"127.0.0.1:443\"]\nkey = \"a.key\"", "tls.cert: tls.key is given without its certificate"),
+        (
+            "listen = \"127.0.0.1:443\"\n[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"",
+            "tls.listen[0]: 127.0.0.1:443 is also a cleartext listen address",
+        ),
+        (
+            "admin = \"127.0.0.1:443\"\n[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"",
+            "admin: 127.0.0.1:443 is also a listen address",
+        ),
+        (
+            "[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"\nhandshake_timeout = \"0s\"",
+            "tls.handshake_timeout: must be longer than zero",
+        ),
+        (
+            "[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"\nhsts = \"includeSubDomains\"",
+            "tls.hsts: 'includeSubDomains' has no max-age=SECONDS directive (RFC 6797 §6.1.1)",
+        ),
+        (
+            "[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"\nhsts = \"max-age=soon\"",
+            "tls.hsts: 'max-age=soon' has no max-age",
+        ),
         ("[compression]\nlevel = 12", "compression.level: 12 is not a level 1-9"),
         ("[compression]\nlevel = -1", "compression.level: -1 is not a level 1-9"),
         ("[compression]\nmin_length = -5", "compression.min_length: -5 is negative"),
@@ -366,7 +393,7 @@ fn flags_override_the_file() {
     .expect("valid");
     assert_eq!(
         config.listen,
-        "127.0.0.1:2000".parse::<SocketAddr>().expect("addr")
+        ["127.0.0.1:2000".parse::<SocketAddr>().expect("addr")]
     );
     assert_eq!(config.upstreams, [upstream("c:1"), upstream("d:80")]);
     assert_eq!(config.threads, 8);
@@ -384,6 +411,101 @@ fn flags_override_the_file() {
     let config = merged(file, &[]).expect("valid");
     assert_eq!(config.upstreams, [upstream("a:1"), upstream("b:1")]);
     assert_eq!(config.compression.level, Level::try_from(2).expect("level"));
+}
+
+#[test]
+fn tls_flags_make_tls_listeners() {
+    let config = merged(
+        "",
+        &[
+            "--upstream",
+            "http://o:1",
+            "--tls-listen",
+            "127.0.0.1:8443",
+            "--tls-listen",
+            "[::1]:8443",
+            "--tls-cert",
+            "site.pem",
+            "--tls-key",
+            "site.key",
+        ],
+    )
+    .expect("valid");
+    // TLS listeners alone: no cleartext listener unless asked for.
+    assert!(config.listen.is_empty());
+    let tls = &config.tls;
+    assert_eq!(
+        tls.listen,
+        [
+            "127.0.0.1:8443".parse::<SocketAddr>().expect("addr"),
+            "[::1]:8443".parse().expect("addr")
+        ]
+    );
+    let files = tls.default_certificate.as_ref().expect("a certificate");
+    assert_eq!(files.cert, std::path::Path::new("site.pem"));
+    assert_eq!(files.key, std::path::Path::new("site.key"));
+    assert_eq!(tls.handshake_timeout, Duration::from_secs(10));
+
+    // Both kinds of listener, the file's SNI certificates and HSTS kept under the flags.
+    let file = r#"
+        listen = ["127.0.0.1:80", "127.0.0.1:81"]
+        upstreams = ["http://o:1"]
+        [tls]
+        handshake_timeout = "3s"
+        hsts = "max-age=31536000; includeSubDomains"
+        [[tls.certificates]]
+        cert = "other.pem"
+        key = "other.key"
+    "#;
+    let config = merged(
+        file,
+        &[
+            "--listen",
+            "127.0.0.1:8080",
+            "--tls-listen",
+            "127.0.0.1:8443",
+            "--tls-cert",
+            "site.pem",
+            "--tls-key",
+            "site.key",
+        ],
+    )
+    .expect("valid");
+    assert_eq!(
+        config.listen,
+        ["127.0.0.1:8080".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!(config.tls.certificates.len(), 1);
+    assert_eq!(config.tls.handshake_timeout, Duration::from_secs(3));
+    assert_eq!(
+        config.tls.hsts.as_ref().map(|v| v.as_bytes()),
+        Some(&b"max-age=31536000; includeSubDomains"[..])
+    );
+    let text = render(&config);
+    let again = typed(&text).expect("rendered config is valid");
+    assert!(same(&config, &again), "{text}");
+    assert!(
+        text.contains("\n[[tls.certificates]]\ncert = \"other.pem\"\n"),
+        "{text}"
+    );
+
+    // A list of cleartext listeners from the file reads back from --check's output.
+    let config = merged(
+        file.replace(
+            "[tls]",
+            "[tls]\nlisten = [\"127.0.0.1:443\"]\ncert = \"a\"\nkey = \"b\"",
+        )
+        .as_str(),
+        &[],
+    )
+    .expect("valid");
+    assert_eq!(config.listen.len(), 2);
+    let text = render(&config);
+    assert!(
+        text.contains("\nlisten = [\"127.0.0.1:80\", \"127.0.0.1:81\"]\n"),
+        "{text}"
+    );
+    assert!(same(&config, &typed(&text).expect("valid")), "{text}");
 }
 
 #[test]
@@ -411,6 +533,10 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         (&["--max-rate", "0"], "must be above zero"),
         (&["--max-memory", "lots"], "is not a size"),
         (&["--client-body-timeout", "5"], "is not a duration"),
+        (
+            &["--tls-listen", "localhost:443"],
+            "is not an IP address and port",
+        ),
     ];
     for (flag_list, expected) in rows {
         let err = proxy_args(flag_list)

@@ -11,13 +11,15 @@ use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+use http::HeaderValue;
 use zipwire_codec::Level;
-use zipwire_proxy::{Coding, ProxyConfig, TypePattern, Upstream};
+use zipwire_proxy::{CertificateFiles, Coding, ProxyConfig, Tls, TypePattern, Upstream};
 
-use crate::proxy::raw::{Quantity, RawConfig};
+use crate::proxy::raw::{Quantity, RawConfig, RawTls};
 use crate::value;
 
-/// Where the proxy listens when neither the file nor `--listen` says.
+/// Where the proxy listens for cleartext clients when neither the file nor `--listen` says,
+/// and no TLS listener is given.
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8080);
 
@@ -57,12 +59,33 @@ impl TryFrom<RawConfig> for ProxyConfig {
     type Error = ConfigError;
 
     fn try_from(raw: RawConfig) -> Result<ProxyConfig, ConfigError> {
+        let tls = tls(&raw.tls)?;
         let listen = match &raw.listen {
-            Some(text) => at("listen", value::parse_socket_addr(text))?,
-            None => DEFAULT_LISTEN,
+            Some(listen) => listen_list(listen.as_slice())?,
+            None if !tls.listen.is_empty() => Vec::new(),
+            None => vec![DEFAULT_LISTEN],
         };
+        if listen.is_empty() && tls.listen.is_empty() {
+            return Err(ConfigError::new(
+                "listen",
+                "no listener: give an address here or in tls.listen",
+            ));
+        }
+        if let Some((i, addr)) = tls
+            .listen
+            .iter()
+            .enumerate()
+            .find(|(_, addr)| listen.contains(addr))
+        {
+            return Err(ConfigError::new(
+                format!("tls.listen[{i}]"),
+                format!("{addr} is also a cleartext listen address"),
+            ));
+        }
         let upstreams = upstreams(raw.upstreams.as_deref().unwrap_or_default())?;
-        let mut config = ProxyConfig::new(listen, upstreams);
+        let mut config = ProxyConfig::new(DEFAULT_LISTEN, upstreams);
+        config.listen = listen;
+        config.tls = tls;
 
         if let Some(threads) = raw.threads {
             config.threads = int_in("threads", threads, 1..=MAX_THREADS, "a thread count")?;
@@ -72,10 +95,10 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         if let Some(text) = &raw.admin {
             let admin = at("admin", value::parse_socket_addr(text))?;
-            if admin == listen {
+            if config.listen.contains(&admin) || config.tls.listen.contains(&admin) {
                 return Err(ConfigError::new(
                     "admin",
-                    format!("{admin} is also the listen address"),
+                    format!("{admin} is also a listen address"),
                 ));
             }
             config.admin = Some(admin);
@@ -202,6 +225,109 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         Ok(config)
     }
+}
+
+/// Socket addresses, each named `key[i]` when rejected, none twice.
+fn addresses(key: &str, texts: &[String]) -> Result<Vec<SocketAddr>, ConfigError> {
+    let mut addrs = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let addr = at(format!("{key}[{i}]"), value::parse_socket_addr(text))?;
+        if addrs.contains(&addr) {
+            return Err(ConfigError::new(
+                format!("{key}[{i}]"),
+                format!("{addr} is listed twice"),
+            ));
+        }
+        addrs.push(addr);
+    }
+    Ok(addrs)
+}
+
+/// `listen`: one address (named `listen` when rejected) or a list.
+fn listen_list(texts: &[String]) -> Result<Vec<SocketAddr>, ConfigError> {
+    match texts {
+        [one] => Ok(vec![at("listen", value::parse_socket_addr(one))?]),
+        _ => addresses("listen", texts),
+    }
+}
+
+/// `[tls]`: listeners, certificates (only their presence here: the files are read by
+/// `--check` and by the server), the handshake timeout and HSTS.
+fn tls(raw: &RawTls) -> Result<Tls, ConfigError> {
+    let mut tls = Tls {
+        listen: addresses("tls.listen", raw.listen.as_deref().unwrap_or_default())?,
+        ..Tls::default()
+    };
+    tls.default_certificate = match (&raw.cert, &raw.key) {
+        (Some(cert), Some(key)) => Some(CertificateFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        (Some(_), None) => {
+            return Err(ConfigError::new(
+                "tls.key",
+                "tls.cert is given without its key (--tls-key)",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ConfigError::new(
+                "tls.cert",
+                "tls.key is given without its certificate (--tls-cert)",
+            ))
+        }
+        (None, None) => None,
+    };
+    tls.certificates = raw
+        .certificates
+        .iter()
+        .map(|entry| CertificateFiles {
+            cert: entry.cert.clone(),
+            key: entry.key.clone(),
+        })
+        .collect();
+    let has_certificates = tls.default_certificate.is_some() || !tls.certificates.is_empty();
+    if tls.listen.is_empty() && has_certificates {
+        return Err(ConfigError::new(
+            "tls.listen",
+            "certificates are given but no TLS listener (--tls-listen)",
+        ));
+    }
+    if !tls.listen.is_empty() && !has_certificates {
+        return Err(ConfigError::new(
+            "tls.cert",
+            "TLS listeners need a certificate: set tls.cert and tls.key (--tls-cert, --tls-key) \
+             or [[tls.certificates]]",
+        ));
+    }
+    if let Some(t) = &raw.handshake_timeout {
+        tls.handshake_timeout = positive_duration("tls.handshake_timeout", t)?;
+    }
+    if let Some(text) = &raw.hsts {
+        tls.hsts = Some(hsts(text)?);
+    }
+    Ok(tls)
+}
+
+/// A `Strict-Transport-Security` value: a valid header value with the `max-age` directive
+/// RFC 6797 §6.1.1 requires.
+fn hsts(text: &str) -> Result<HeaderValue, ConfigError> {
+    let invalid = |why: &str| ConfigError::new("tls.hsts", format!("'{text}' {why}"));
+    let value = HeaderValue::from_str(text)
+        .map_err(|_| invalid("is not a header value (visible ASCII only)"))?;
+    let has_max_age = text.split(';').any(|directive| {
+        directive.split_once('=').is_some_and(|(name, seconds)| {
+            let seconds = seconds.trim().trim_matches('"');
+            name.trim().eq_ignore_ascii_case("max-age")
+                && !seconds.is_empty()
+                && seconds.bytes().all(|b| b.is_ascii_digit())
+        })
+    });
+    if !has_max_age {
+        return Err(invalid(
+            "has no max-age=SECONDS directive (RFC 6797 §6.1.1), e.g. \"max-age=31536000\"",
+        ));
+    }
+    Ok(value)
 }
 
 fn upstreams(texts: &[String]) -> Result<Vec<Upstream>, ConfigError> {
