@@ -122,7 +122,7 @@ impl ErrorCounters {
 
 impl Bypass {
     /// How many reasons there are.
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 
     /// Every reason, in the order [`BypassCounters::iter`] reports them.
     pub const ALL: [Bypass; Bypass::COUNT] = [
@@ -137,6 +137,7 @@ impl Bypass {
         Bypass::TooSmall,
         Bypass::Budget,
         Bypass::EventStream,
+        Bypass::Grpc,
     ];
 
     /// The reason's slot in [`BypassCounters`].
@@ -153,6 +154,7 @@ impl Bypass {
             Bypass::TooSmall => 8,
             Bypass::Budget => 9,
             Bypass::EventStream => 10,
+            Bypass::Grpc => 11,
         }
     }
 }
