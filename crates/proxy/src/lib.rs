@@ -99,7 +99,7 @@ pub use encode::body;
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, Server};
-pub use counters::{BypassCounters, Counters, ErrorCounters};
+pub use counters::{BypassCounters, Counters, ErrorCounters, ProtocolCounters};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
 pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};
@@ -107,5 +107,6 @@ pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
-    BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
+    BudgetLimits, ClientLimits, Compression, Forwarding, Http2Limits, ProxyConfig, Timeouts,
+    Upstream,
 };

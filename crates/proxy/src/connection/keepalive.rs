@@ -10,6 +10,12 @@
 //! waits past the current phase's deadline fails, which ends the connection as hyper's own
 //! timer did (no response, the socket closed).
 //!
+//! On HTTP/2 many requests (streams) share the connection: it is serving while any stream is
+//! open and idle from the moment the last one ends. Its reads do not start a head: between
+//! requests a client sends frames that are no request (PING and SETTINGS acknowledgements,
+//! WINDOW_UPDATE), so the connection stays idle until a stream opens, and a header block
+//! that never ends is bounded by the idle deadline (and by h2's own header list limit).
+//!
 //! [`Timeouts::idle`]: crate::Timeouts::idle
 //! [`Timeouts::header_read`]: crate::Timeouts::header_read
 
@@ -36,6 +42,10 @@ pub(crate) struct Phases {
 #[derive(Debug)]
 struct Shared {
     phase: Phase,
+    /// Requests being served: one at a time on HTTP/1, streams on HTTP/2.
+    open: usize,
+    /// HTTP/2: reads between requests leave the connection idle.
+    multiplexed: bool,
     /// The read waiting for the connection, woken when a response ends so that it arms the
     /// idle deadline.
     reader: Option<Waker>,
@@ -45,7 +55,7 @@ struct Shared {
 enum Phase {
     /// Reading a request head, since the connection opened or the head's first byte came.
     Head(Instant),
-    /// A request is being served: no read deadline here (the request body has its own).
+    /// Requests are being served: no read deadline here (the request body has its own).
     Busy,
     /// Waiting for the next request since the last response ended.
     Idle(Instant),
@@ -57,6 +67,8 @@ impl Phases {
         Phases {
             shared: Arc::new(Mutex::new(Shared {
                 phase: Phase::Head(Instant::now()),
+                open: 0,
+                multiplexed: false,
                 reader: None,
             })),
             header_read,
@@ -68,15 +80,22 @@ impl Phases {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The connection speaks HTTP/2: it is idle while no stream is open, whatever it reads.
+    pub(crate) fn multiplex(&self) {
+        self.lock().multiplexed = true;
+    }
+
     /// A request head was read whole: the request is served until `Served` is dropped.
     pub(crate) fn serve(&self) -> Served {
-        self.lock().phase = Phase::Busy;
+        let mut shared = self.lock();
+        shared.open += 1;
+        shared.phase = Phase::Busy;
         Served(self.clone())
     }
 
     fn read_some(&self) {
         let mut shared = self.lock();
-        if let Phase::Idle(_) = shared.phase {
+        if let (Phase::Idle(_), false) = (shared.phase, shared.multiplexed) {
             shared.phase = Phase::Head(Instant::now());
         }
     }
@@ -96,7 +115,7 @@ impl Phases {
     }
 }
 
-/// Held while a request is served; its drop starts the idle wait.
+/// Held while a request is served; the drop of the last one open starts the idle wait.
 #[derive(Debug)]
 pub(crate) struct Served(Phases);
 
@@ -104,6 +123,10 @@ impl Drop for Served {
     fn drop(&mut self) {
         let reader = {
             let mut shared = self.0.lock();
+            shared.open = shared.open.saturating_sub(1);
+            if shared.open > 0 {
+                return;
+            }
             shared.phase = Phase::Idle(Instant::now());
             shared.reader.take()
         };
@@ -267,6 +290,35 @@ mod tests {
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         assert_eq!(started.elapsed(), Duration::from_secs(1));
         drop(writer.await.expect("writer"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn multiplexed_the_connection_is_idle_only_when_no_stream_is_open() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        phases.multiplex();
+        let mut stream = TimedStream::new(server, phases.clone());
+        let first = phases.serve();
+        let second = phases.serve();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 8];
+            // Frames between requests (a PING's acknowledgement, say) do not start a head.
+            while stream.read(&mut buf).await.map_err(|e| e.kind())? > 0 {}
+            Ok::<_, io::ErrorKind>(())
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // One stream ends, the other is still open: no deadline yet.
+        drop(first);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!reader.is_finished());
+        let ended = Instant::now();
+        drop(second);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        client.write_all(b"ping ack").await.expect("write");
+        let read = reader.await.expect("reader");
+        assert_eq!(read, Err(io::ErrorKind::TimedOut));
+        // Idle (5 s) from the end of the last stream, not header_read (1 s) from the read.
+        assert_eq!(ended.elapsed(), Duration::from_secs(5));
     }
 
     #[tokio::test(start_paused = true)]

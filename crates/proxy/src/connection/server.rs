@@ -1,5 +1,6 @@
-//! The server runtime: the accept loop, one hyper HTTP/1 connection per client, the
-//! connection limit and graceful shutdown.
+//! The server runtime: the accept loop, one hyper HTTP/1.1 or HTTP/2 connection per client,
+//! the connection limit and graceful shutdown (HTTP/2 connections get GOAWAY and finish their
+//! open streams).
 //!
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
 //! `request{method, path}` span under it. Limits on clients: the request head must arrive
@@ -18,9 +19,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioTimer;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -28,7 +26,8 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::connection::admin::{self, AdminState};
 use crate::connection::cork::{CorkedStream, MoreToCome};
-use crate::connection::http::Connection;
+use crate::connection::graceful::Shutdown;
+use crate::connection::http::{Connection, Protocol, Protocols};
 use crate::connection::keepalive::Phases;
 use crate::counters::Counters;
 use crate::encode::budget;
@@ -37,13 +36,6 @@ use crate::error::ProxyError;
 use crate::exchange::service::Proxy;
 use crate::settings::ProxyConfig;
 use zipwire_adapt::{BudgetSpec, MemoryGate};
-
-/// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
-const MIN_BUF_SIZE: usize = 16 * 1024;
-
-/// Room in the read buffer past the head limit: hyper's longest URI (65,534 bytes) and a
-/// little more, so that a request line hyper refuses with 414 is read whole.
-const URI_ROOM: usize = 64 * 1024 + 512;
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
@@ -67,7 +59,9 @@ pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
     proxy: Arc<Proxy>,
-    http: http1::Builder,
+    protocols: Protocols,
+    /// What a cleartext connection may speak.
+    cleartext: Protocol,
     /// `header_read` and `idle`, for each connection's [`Phases`].
     phases: (Duration, Duration),
     max_connections: usize,
@@ -109,16 +103,7 @@ impl Server {
         let counters = Arc::new(Counters::default());
         let throttle = Throttle::default();
         let memory = MemoryGate::new(config.budget.max_memory);
-        let mut http = http1::Builder::new();
-        http.timer(TokioTimer::new())
-            // Off: `keepalive` times the head and the gap between requests apart.
-            .header_read_timeout(None)
-            // Read and write buffers per connection: a request head must fit, and a request
-            // line up to hyper's URI limit past it, so that hyper answers 414 rather than 431
-            // (the head limit itself is checked with the request, see `service`); responses
-            // are streamed in frames of at most `coalesce`, so larger buffers only hold memory.
-            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE) + URI_ROOM)
-            .keep_alive(true);
+        let protocols = Protocols::new(&config);
         Ok(Server {
             listener,
             local_addr,
@@ -129,7 +114,12 @@ impl Server {
                 throttle.clone(),
                 memory.clone(),
             )),
-            http,
+            protocols,
+            cleartext: if config.http2.enabled {
+                Protocol::Detect
+            } else {
+                Protocol::Http1
+            },
             max_connections: config.limits.max_connections.max(1),
             shutdown_grace: config.timeouts.shutdown_grace,
             counters,
@@ -176,7 +166,8 @@ impl Server {
             listener,
             local_addr,
             proxy,
-            http,
+            protocols,
+            cleartext,
             phases,
             max_connections,
             shutdown_grace,
@@ -204,7 +195,7 @@ impl Server {
             helpers.spawn(admin::serve(listener, state));
         }
         let permits = Arc::new(Semaphore::new(max_connections));
-        let graceful = GracefulShutdown::new();
+        let graceful = Shutdown::new();
         let mut tasks = JoinSet::new();
         let next_id = AtomicU64::new(0);
         tokio::pin!(shutdown);
@@ -242,7 +233,8 @@ impl Server {
                 peer,
                 _permit: permit,
             };
-            let served = connection.serve(&http, &graceful, stream, more);
+            // Cleartext: HTTP/2 by prior knowledge or HTTP/1.1, told by the first bytes.
+            let served = connection.serve(&protocols, &graceful, stream, cleartext, more);
             tasks.spawn(served.instrument(info_span!("conn", id, %peer)));
         }
         drop(listener);
