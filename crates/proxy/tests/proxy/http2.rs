@@ -297,3 +297,39 @@ async fn with_http2_off_a_cleartext_listener_speaks_http1_only() {
     assert_eq!(head.status, 200);
     assert_eq!(Proxy::count(&proxy.stats.requests), 1);
 }
+
+#[tokio::test]
+async fn an_upload_larger_than_the_stream_window_reaches_the_origin_whole() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (send, _driver) = h2_connect(proxy.addr).await;
+    let mut send = bounded("a free stream", send.ready()).await.expect("ready");
+    let request = Request::post(format!("http://{}/upload", proxy.addr))
+        .body(())
+        .expect("valid request");
+    let (response, mut upload) = send.send_request(request, false).expect("stream opened");
+    // Four times the proxy's 256 KiB stream window: the proxy must open it as it reads.
+    let mut left = Bytes::from(noise(1 << 20));
+    while !left.is_empty() {
+        upload.reserve_capacity(left.len().min(64 * 1024));
+        let granted = bounded(
+            "window for the upload",
+            std::future::poll_fn(|cx| upload.poll_capacity(cx)),
+        )
+        .await
+        .expect("the stream stays open")
+        .expect("capacity");
+        let chunk = left.split_to(granted.min(left.len()));
+        upload.send_data(chunk, left.is_empty()).expect("send data");
+    }
+    let response = bounded("the response head", response)
+        .await
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut text = Vec::new();
+    while let Some(chunk) = bounded("the response body", body.data()).await {
+        text.extend_from_slice(&chunk.expect("data"));
+    }
+    assert_eq!(text, format!("received {}", 1 << 20).as_bytes());
+}
