@@ -1,6 +1,6 @@
 //! Graceful shutdown of client connections: when the server stops, each connection finishes
 //! what it is serving and closes (HTTP/1: after the response in flight; HTTP/2: GOAWAY, then
-//! the open streams finish, RFC 9113 §6.8).
+//! the open streams finish, RFC 9113 §6.8). An idle HTTP/2 connection closes the same way.
 //!
 //! hyper_util's `GracefulShutdown` watches only connections without upgrades, and the HTTP/1
 //! connection here has them (the WebSocket pass-through), so the same few lines are kept here
@@ -55,8 +55,13 @@ impl Shutdown {
 
 impl Watcher {
     /// Runs `connection` to its end, starting its graceful shutdown when the server signals
-    /// (also when it did so before this call).
-    pub(crate) async fn watch<C, E>(mut self, connection: C) -> Result<(), E>
+    /// (also when it did so before this call) or when `idle` completes (an HTTP/2
+    /// connection idle too long closes with GOAWAY).
+    pub(crate) async fn watch<C, E>(
+        mut self,
+        connection: C,
+        idle: impl Future<Output = ()>,
+    ) -> Result<(), E>
     where
         C: Graceful + Future<Output = Result<(), E>>,
     {
@@ -65,6 +70,7 @@ impl Watcher {
             result = connection.as_mut() => return result,
             // An error: the server is gone, which is a shutdown too.
             _ = self.rx.changed() => {}
+            () = idle => {}
         }
         connection.as_mut().start_shutdown();
         connection.await

@@ -233,19 +233,20 @@ impl Connection {
             .instrument(span)
         });
         let io = TokioIo::new(stream);
+        let idle = {
+            let phases = self.phases.clone();
+            async move { phases.idle_expired().await }
+        };
         match protocol {
             Protocol::Http2 => {
-                Box::pin(watcher.watch(protocols.http2.serve_connection(io, service)))
+                let connection = protocols.http2.serve_connection(io, service);
+                Box::pin(watcher.watch(connection, idle))
             }
             // Upgrades on, for the WebSocket pass-through (`hyper::upgrade::on`).
-            Protocol::Http1 | Protocol::Detect => Box::pin(
-                watcher.watch(
-                    protocols
-                        .http1
-                        .serve_connection(io, service)
-                        .with_upgrades(),
-                ),
-            ),
+            Protocol::Http1 | Protocol::Detect => {
+                let connection = protocols.http1.serve_connection(io, service);
+                Box::pin(watcher.watch(connection.with_upgrades(), idle))
+            }
         }
     }
 }

@@ -267,7 +267,13 @@ async fn an_h2_connection_is_idle_only_when_no_stream_is_open() {
         waited >= Duration::from_millis(800),
         "closed after {waited:?}"
     );
-    assert_eq!(Proxy::count(&proxy.stats.active_connections), 0);
+    // The client may see the end (GOAWAY) a moment before the proxy's task ends.
+    bounded("the proxy's close", async {
+        while Proxy::count(&proxy.stats.active_connections) > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -273,6 +273,68 @@ async fn graceful_shutdown_sends_goaway_and_lets_the_open_stream_finish() {
         .expect("clean stop");
 }
 
+#[tokio::test]
+async fn an_idle_h2_connection_is_closed_with_goaway() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.idle = Duration::from_secs(1);
+    })
+    .await;
+    let mut raw = RawH2::connect(proxy.addr).await;
+    let block = get_block(&proxy.addr.to_string(), "/small.txt");
+    raw.send(&Frame::encode(HEADERS, END_HEADERS | END_STREAM, 1, &block))
+        .await
+        .expect("send");
+    loop {
+        match raw.next(BOUND_RAW).await {
+            Next::Frame(frame) if frame.kind == DATA && frame.flags & END_STREAM != 0 => break,
+            Next::Frame(_) => {}
+            other => panic!("{other:?} before the end of the response"),
+        }
+    }
+    let ended = Instant::now();
+    let mut goaway = None;
+    loop {
+        match raw.next(BOUND_RAW).await {
+            Next::Frame(frame) if frame.kind == GOAWAY => {
+                goaway.get_or_insert((frame.error_code(), ended.elapsed()));
+            }
+            Next::Frame(_) => {}
+            Next::Closed => break,
+            Next::TimedOut => panic!("the idle connection stayed open"),
+        }
+    }
+    // RFC 9113 §9.1: GOAWAY before the close, so the client knows no request was dropped.
+    let (code, after) = goaway.expect("GOAWAY before the close");
+    assert_eq!(code, NO_ERROR);
+    assert!(
+        after >= Duration::from_millis(800),
+        "GOAWAY after {after:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_h2_connection_without_a_request_is_closed_after_header_read() {
+    let origin = Origin::start().await;
+    // header_read 1 s (the tests' setting); idle stays 60 s.
+    let proxy = Proxy::before(&origin).await;
+    let mut raw = RawH2::connect(proxy.addr).await;
+    let started = Instant::now();
+    loop {
+        match raw.next(BOUND_RAW).await {
+            Next::Closed => break,
+            Next::Frame(_) => {}
+            Next::TimedOut => panic!("open after {:?}", started.elapsed()),
+        }
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(800),
+        "closed after {waited:?}"
+    );
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
+}
+
 /// What a flood against the proxy left: whether the attacking connection was closed and
 /// with which GOAWAY code, and how many frames it got out.
 #[derive(Debug)]
