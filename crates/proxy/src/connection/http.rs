@@ -45,6 +45,9 @@ const URI_ROOM: usize = 64 * 1024 + 512;
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// The most read at once while telling the protocol: a typical request head.
+const DETECT_READ: usize = 4096;
+
 /// Response bytes one HTTP/2 stream may queue before its body is polled no further (h2's
 /// default is 400 KiB): a compressed body is produced in frames of at most `coalesce`, so a
 /// few of them keep the connection busy, and 128 streams that a client does not read hold
@@ -272,21 +275,22 @@ impl<S: AsyncRead + Unpin> Prefixed<S> {
         }
     }
 
-    /// Reads until the bytes are the whole HTTP/2 preface or stop matching it. The reads are
+    /// Reads until the bytes hold the whole HTTP/2 preface or stop matching it. The reads are
     /// the head's, under `header_read`: a client that sends nothing is closed as on HTTP/1.
+    /// Each read takes what is there, so an HTTP/1 head usually comes whole in the first one
+    /// and hyper's first read is served from it.
     async fn detect(&mut self) -> io::Result<Protocol> {
-        let mut seen = Vec::with_capacity(PREFACE.len());
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; DETECT_READ];
         while seen.len() < PREFACE.len() && PREFACE.starts_with(&seen) {
-            let mut buf = [0u8; PREFACE.len()];
-            let wanted = PREFACE.len() - seen.len();
-            let n = self.inner.read(&mut buf[..wanted]).await?;
+            let n = self.inner.read(&mut buf).await?;
             if n == 0 {
                 // Closed: hyper's HTTP/1 reads the end and closes quietly.
                 break;
             }
             seen.extend_from_slice(&buf[..n]);
         }
-        let protocol = if seen == PREFACE {
+        let protocol = if seen.starts_with(PREFACE) {
             Protocol::Http2
         } else {
             Protocol::Http1
@@ -371,6 +375,13 @@ mod tests {
         assert_eq!(detect(h2).await, (Protocol::Http2, h2.to_vec()));
         let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
         assert_eq!(detect(get).await, (Protocol::Http1, get.to_vec()));
+        // Partial reads: one byte at a time still finds the preface.
+        let (mut client, server) = tokio::io::duplex(1);
+        let writer = tokio::spawn(async move { client.write_all(PREFACE).await });
+        let mut stream = Prefixed::new(server);
+        assert_eq!(stream.detect().await.expect("detected"), Protocol::Http2);
+        assert_eq!(stream.prefix, PREFACE);
+        writer.await.expect("writer").expect("written");
         // A method that starts like the preface, and a connection closed early.
         let pri = b"PRIX / HTTP/1.1\r\n\r\n";
         assert_eq!(detect(pri).await, (Protocol::Http1, pri.to_vec()));
