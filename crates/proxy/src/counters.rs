@@ -26,6 +26,8 @@ pub struct Counters {
     pub tls_handshake_failures: AtomicU64,
     /// Requests received, answered by an upstream or by the proxy itself.
     pub requests: AtomicU64,
+    /// The same requests by the protocol the client spoke.
+    pub requests_by_protocol: ProtocolCounters,
     /// Responses whose body was compressed.
     pub compressed: AtomicU64,
     /// Upstream gzip responses decoded for a client without gzip.
@@ -88,6 +90,55 @@ impl BypassCounters {
     }
 }
 
+/// Requests counted by the protocol version the client spoke: `http/1.0` (and 0.9),
+/// `http/1.1`, `h2` (the ALPN names, RFC 7301 §6).
+#[derive(Debug, Default)]
+pub struct ProtocolCounters {
+    http10: AtomicU64,
+    http11: AtomicU64,
+    h2: AtomicU64,
+}
+
+impl ProtocolCounters {
+    /// Every protocol's name with its count, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        [
+            ("http/1.0", &self.http10),
+            ("http/1.1", &self.http11),
+            ("h2", &self.h2),
+        ]
+        .into_iter()
+        .map(|(name, count)| (name, count.load(Ordering::Relaxed)))
+    }
+
+    /// Counts one request received in `version`.
+    pub(crate) fn add(&self, version: http::Version) {
+        Counters::bump(protocol_slot(self, version));
+    }
+}
+
+/// The counter for `version`; HTTP/3 and later are not served, and would count as h2.
+fn protocol_slot(counters: &ProtocolCounters, version: http::Version) -> &AtomicU64 {
+    if version == http::Version::HTTP_09 || version == http::Version::HTTP_10 {
+        &counters.http10
+    } else if version == http::Version::HTTP_11 {
+        &counters.http11
+    } else {
+        &counters.h2
+    }
+}
+
+/// The protocol name [`ProtocolCounters`] and the access log use for `version`.
+pub(crate) fn protocol_name(version: http::Version) -> &'static str {
+    if version == http::Version::HTTP_09 || version == http::Version::HTTP_10 {
+        "http/1.0"
+    } else if version == http::Version::HTTP_11 {
+        "http/1.1"
+    } else {
+        "h2"
+    }
+}
+
 /// Error responses the proxy writes itself, by [`Side`], upstream ones by status.
 #[derive(Debug, Default)]
 pub struct ErrorCounters {
@@ -126,7 +177,7 @@ impl ErrorCounters {
 
 impl Bypass {
     /// How many reasons there are.
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 
     /// Every reason, in the order [`BypassCounters::iter`] reports them.
     pub const ALL: [Bypass; Bypass::COUNT] = [
@@ -141,6 +192,7 @@ impl Bypass {
         Bypass::TooSmall,
         Bypass::Budget,
         Bypass::EventStream,
+        Bypass::Grpc,
     ];
 
     /// The reason's slot in [`BypassCounters`].
@@ -157,6 +209,7 @@ impl Bypass {
             Bypass::TooSmall => 8,
             Bypass::Budget => 9,
             Bypass::EventStream => 10,
+            Bypass::Grpc => 11,
         }
     }
 }
@@ -169,6 +222,24 @@ mod tests {
     fn every_reason_has_its_own_slot() {
         for (i, reason) in Bypass::ALL.iter().enumerate() {
             assert_eq!(reason.index(), i, "{reason}");
+        }
+    }
+
+    #[test]
+    fn requests_are_counted_by_protocol() {
+        let counters = ProtocolCounters::default();
+        counters.add(http::Version::HTTP_2);
+        counters.add(http::Version::HTTP_2);
+        counters.add(http::Version::HTTP_11);
+        counters.add(http::Version::HTTP_10);
+        let counts: Vec<_> = counters.iter().collect();
+        assert_eq!(counts, [("http/1.0", 1), ("http/1.1", 1), ("h2", 2)]);
+        for (version, name) in [
+            (http::Version::HTTP_10, "http/1.0"),
+            (http::Version::HTTP_11, "http/1.1"),
+            (http::Version::HTTP_2, "h2"),
+        ] {
+            assert_eq!(protocol_name(version), name);
         }
     }
 

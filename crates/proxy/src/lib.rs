@@ -103,7 +103,7 @@ pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, 
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, run_blocking_with, Server};
 pub use connection::tls::{check_certificates, TlsReloader};
-pub use counters::{BypassCounters, Counters, ErrorCounters};
+pub use counters::{BypassCounters, Counters, ErrorCounters, ProtocolCounters};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
 pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};
@@ -111,6 +111,6 @@ pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
-    BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts,
-    Tls, Upstream,
+    BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
+    ProxyConfig, Timeouts, Tls, Upstream,
 };

@@ -34,6 +34,8 @@ pub struct ProxyConfig {
     pub timeouts: Timeouts,
     /// Limits on what clients may send and hold.
     pub limits: ClientLimits,
+    /// HTTP/2 towards clients: streams, windows, pings.
+    pub http2: Http2Limits,
     /// How long an upstream whose connect failed is skipped before it is tried again.
     pub down_time: Duration,
     /// Address of the admin listener (`/stats`, `/metrics`); off when `None`.
@@ -56,6 +58,7 @@ impl ProxyConfig {
             forwarding: Forwarding::default(),
             timeouts: Timeouts::default(),
             limits: ClientLimits::default(),
+            http2: Http2Limits::default(),
             down_time: Duration::from_secs(10),
             admin: None,
             access_log: true,
@@ -256,4 +259,43 @@ pub struct CertificateFiles {
     /// The private key: PKCS#8, PKCS#1 or SEC1 (nginx `ssl_certificate_key`). A warning is
     /// logged when its group or others may read it.
     pub key: PathBuf,
+}
+
+/// HTTP/2 towards clients (RFC 9113). The header list size is
+/// [`ClientLimits::max_header_bytes`], as for HTTP/1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http2Limits {
+    /// Serve HTTP/2: by prior knowledge on cleartext listeners (h2c, RFC 9113 §3.3) and by
+    /// ALPN `h2` over TLS (nginx `http2 on`). Off, every client speaks HTTP/1. Default on.
+    pub enabled: bool,
+    /// Streams a client may have open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS;
+    /// nginx `http2_max_concurrent_streams` 128, HAProxy `tune.h2.max-concurrent-streams`
+    /// 100); a stream over it is refused (RST_STREAM `REFUSED_STREAM`). Default 128.
+    pub max_concurrent_streams: u32,
+    /// Request body bytes a client may send on one stream ahead of the proxy's reading
+    /// (SETTINGS_INITIAL_WINDOW_SIZE; HAProxy `tune.h2.fe.initial-window-size`). Default
+    /// 256 KiB.
+    pub initial_stream_window: u32,
+    /// The same for all streams of a connection together (its WINDOW_UPDATE). Default 1 MiB.
+    pub initial_connection_window: u32,
+    /// Send a PING after this long without a frame from the client, and close the connection
+    /// when it is not acknowledged within [`Http2Limits::ping_timeout`]: a dead client is
+    /// found even while a stream is open, which the idle timeout does not bound. `None`: no
+    /// pings (nginx and HAProxy send none). Default `None`.
+    pub ping_interval: Option<Duration>,
+    /// How long a PING may go unacknowledged. Default 20 s.
+    pub ping_timeout: Duration,
+}
+
+impl Default for Http2Limits {
+    fn default() -> Http2Limits {
+        Http2Limits {
+            enabled: true,
+            max_concurrent_streams: 128,
+            initial_stream_window: 256 * 1024,
+            initial_connection_window: 1024 * 1024,
+            ping_interval: None,
+            ping_timeout: Duration::from_secs(20),
+        }
+    }
 }

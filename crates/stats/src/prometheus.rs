@@ -7,6 +7,7 @@
 //! | metric | type | from |
 //! | --- | --- | --- |
 //! | `zipwire_proxy_requests_total` | counter | [`Snapshot::requests`] |
+//! | `zipwire_proxy_requests_by_protocol_total{protocol}` | counter | [`Snapshot::requests_by_protocol`] |
 //! | `zipwire_proxy_responses_compressed_total` | counter | [`Snapshot::responses_compressed`] |
 //! | `zipwire_proxy_responses_decompressed_total` | counter | [`Snapshot::responses_decompressed`] |
 //! | `zipwire_proxy_responses_bypassed_total{reason}` | counter | [`Snapshot::bypassed`] |
@@ -50,6 +51,18 @@ fn render(snapshot: &Snapshot) -> String {
         Kind::Counter,
         Value::Int(snapshot.requests),
     );
+    out.family(
+        "zipwire_proxy_requests_by_protocol_total",
+        "Requests received from clients, by the protocol they spoke (http/1.0, http/1.1, h2).",
+        Kind::Counter,
+    );
+    for (protocol, count) in &snapshot.requests_by_protocol {
+        out.sample(
+            "zipwire_proxy_requests_by_protocol_total",
+            &[("protocol", protocol)],
+            Value::Int(*count),
+        );
+    }
     out.single(
         "zipwire_proxy_responses_compressed_total",
         "Responses sent compressed.",
@@ -416,6 +429,7 @@ mod tests {
         Snapshot {
             uptime: Duration::from_millis(90_250),
             requests: 1_000,
+            requests_by_protocol: [("http/1.1".to_owned(), 300), ("h2".to_owned(), 700)].into(),
             responses_compressed: 600,
             responses_decompressed: 3,
             bypassed,
@@ -491,7 +505,19 @@ mod tests {
                 "{labels:?}"
             );
         }
-        assert_eq!(samples.len(), rows.len() + errors.len());
+        for (protocol, expected) in [("http/1.1", 300.0), ("h2", 700.0)] {
+            let labels = [("protocol", protocol)];
+            assert_eq!(
+                labelled(
+                    &samples,
+                    "zipwire_proxy_requests_by_protocol_total",
+                    &labels
+                ),
+                expected,
+                "{labels:?}"
+            );
+        }
+        assert_eq!(samples.len(), rows.len() + errors.len() + 2);
         assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
     }
 
@@ -499,7 +525,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 17);
+        assert_eq!(text.matches("# TYPE ").count(), 18);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

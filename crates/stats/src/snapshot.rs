@@ -21,6 +21,9 @@ pub struct Snapshot {
     pub uptime: Duration,
     /// Requests received from clients (counter).
     pub requests: u64,
+    /// The same requests by the protocol the client spoke: `http/1.0`, `http/1.1`, `h2`
+    /// (counters).
+    pub requests_by_protocol: BTreeMap<String, u64>,
     /// Responses sent compressed (counter).
     pub responses_compressed: u64,
     /// Gzip responses decoded for clients that do not accept gzip (counter).
@@ -147,6 +150,10 @@ mod tests {
         snapshot.bypassed.insert("too_small".to_owned(), 200);
         snapshot.bypassed.insert("type".to_owned(), 95);
         snapshot
+            .requests_by_protocol
+            .insert("http/1.1".to_owned(), 400);
+        snapshot.requests_by_protocol.insert("h2".to_owned(), 600);
+        snapshot
     }
 
     #[test]
@@ -155,6 +162,8 @@ mod tests {
         let json: Value = serde_json::from_str(&snapshot.to_json()).expect("valid JSON");
         assert_eq!(json["uptime_seconds"], 12.5);
         assert_eq!(json["requests"], 1_000);
+        assert_eq!(json["requests_by_protocol"]["h2"], 600);
+        assert_eq!(json["requests_by_protocol"]["http/1.1"], 400);
         assert_eq!(json["responses_compressed"], 700);
         assert_eq!(json["responses_decompressed"], 5);
         assert_eq!(json["bypassed"]["too_small"], 200);
@@ -175,7 +184,7 @@ mod tests {
             serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 17, "one key per field");
+        assert_eq!(keys, 18, "one key per field");
     }
 
     #[test]

@@ -41,6 +41,11 @@ impl AdminState {
         Snapshot {
             uptime: self.started.elapsed(),
             requests: load(&c.requests),
+            requests_by_protocol: c
+                .requests_by_protocol
+                .iter()
+                .map(|(protocol, n)| (protocol.to_owned(), n))
+                .collect(),
             responses_compressed: load(&c.compressed),
             responses_decompressed: load(&c.decompressed),
             bypassed: c

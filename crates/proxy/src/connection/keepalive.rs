@@ -10,6 +10,15 @@
 //! waits past the current phase's deadline fails, which ends the connection as hyper's own
 //! timer did (no response, the socket closed).
 //!
+//! On HTTP/2 many requests (streams) share the connection: it is serving while any stream is
+//! open and idle from the moment the last one ends. Its reads do not start a head: between
+//! requests a client sends frames that are no request (PING and SETTINGS acknowledgements,
+//! WINDOW_UPDATE), so the connection stays idle until a stream opens, and a header block
+//! that never ends is bounded by the idle deadline (and by h2's own header list limit). At
+//! the idle deadline it is not cut but told ([`Phases::idle_expired`]), so that it can close
+//! with GOAWAY (RFC 9113 §9.1: a client then knows that no request of its was dropped); a
+//! client that does not close within `header_read` after that is cut.
+//!
 //! [`Timeouts::idle`]: crate::Timeouts::idle
 //! [`Timeouts::header_read`]: crate::Timeouts::header_read
 
@@ -36,6 +45,14 @@ pub(crate) struct Phases {
 #[derive(Debug)]
 struct Shared {
     phase: Phase,
+    /// Requests being served: one at a time on HTTP/1, streams on HTTP/2.
+    open: usize,
+    /// HTTP/2: reads between requests leave the connection idle.
+    multiplexed: bool,
+    /// HTTP/2: the idle deadline passed and the connection was told to close.
+    idle_expired: bool,
+    /// The task waiting for `idle_expired`.
+    closer: Option<Waker>,
     /// The read waiting for the connection, woken when a response ends so that it arms the
     /// idle deadline.
     reader: Option<Waker>,
@@ -45,7 +62,7 @@ struct Shared {
 enum Phase {
     /// Reading a request head, since the connection opened or the head's first byte came.
     Head(Instant),
-    /// A request is being served: no read deadline here (the request body has its own).
+    /// Requests are being served: no read deadline here (the request body has its own).
     Busy,
     /// Waiting for the next request since the last response ended.
     Idle(Instant),
@@ -57,6 +74,10 @@ impl Phases {
         Phases {
             shared: Arc::new(Mutex::new(Shared {
                 phase: Phase::Head(Instant::now()),
+                open: 0,
+                multiplexed: false,
+                idle_expired: false,
+                closer: None,
                 reader: None,
             })),
             header_read,
@@ -68,35 +89,86 @@ impl Phases {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The connection speaks HTTP/2: it is idle while no stream is open, whatever it reads.
+    pub(crate) fn multiplex(&self) {
+        self.lock().multiplexed = true;
+    }
+
     /// A request head was read whole: the request is served until `Served` is dropped.
     pub(crate) fn serve(&self) -> Served {
-        self.lock().phase = Phase::Busy;
+        let mut shared = self.lock();
+        shared.open += 1;
+        shared.phase = Phase::Busy;
         Served(self.clone())
     }
 
     fn read_some(&self) {
         let mut shared = self.lock();
-        if let Phase::Idle(_) = shared.phase {
+        if let (Phase::Idle(_), false) = (shared.phase, shared.multiplexed) {
             shared.phase = Phase::Head(Instant::now());
         }
     }
 
-    /// When a read waiting now must give up, if ever; remembers `waker` for the end of a
-    /// response.
-    fn deadline(&self, waker: &Waker) -> Option<Instant> {
+    /// Completes when an HTTP/2 connection has been idle for `idle`: time to close it
+    /// gracefully. Never completes on HTTP/1, whose idle reads fail instead.
+    pub(crate) async fn idle_expired(&self) {
+        std::future::poll_fn(|cx| {
+            let mut shared = self.lock();
+            if shared.idle_expired {
+                return Poll::Ready(());
+            }
+            shared.closer = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await;
+    }
+
+    /// When a read waiting now must give up, if ever, and whether that only tells the
+    /// connection to close; remembers `waker` for the end of a response.
+    fn deadline(&self, waker: &Waker) -> Option<(Instant, Expiry)> {
         let mut shared = self.lock();
         match shared.phase {
-            Phase::Head(since) => since.checked_add(self.header_read),
-            Phase::Idle(since) => since.checked_add(self.idle),
+            Phase::Head(since) => Some((since.checked_add(self.header_read)?, Expiry::Fail)),
+            Phase::Idle(since) if shared.multiplexed && !shared.idle_expired => {
+                Some((since.checked_add(self.idle)?, Expiry::Tell))
+            }
+            Phase::Idle(since) if shared.multiplexed => Some((
+                since
+                    .checked_add(self.idle)?
+                    .checked_add(self.header_read)?,
+                Expiry::Fail,
+            )),
+            Phase::Idle(since) => Some((since.checked_add(self.idle)?, Expiry::Fail)),
             Phase::Busy => {
                 shared.reader = Some(waker.clone());
                 None
             }
         }
     }
+
+    /// The idle deadline of an HTTP/2 connection passed: wakes [`Phases::idle_expired`].
+    fn tell_idle(&self) {
+        let closer = {
+            let mut shared = self.lock();
+            shared.idle_expired = true;
+            shared.closer.take()
+        };
+        if let Some(closer) = closer {
+            closer.wake();
+        }
+    }
 }
 
-/// Held while a request is served; its drop starts the idle wait.
+/// What a passed read deadline does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    /// The read fails, which ends the connection.
+    Fail,
+    /// The connection is told to close itself ([`Phases::idle_expired`]).
+    Tell,
+}
+
+/// Held while a request is served; the drop of the last one open starts the idle wait.
 #[derive(Debug)]
 pub(crate) struct Served(Phases);
 
@@ -104,6 +176,10 @@ impl Drop for Served {
     fn drop(&mut self) {
         let reader = {
             let mut shared = self.0.lock();
+            shared.open = shared.open.saturating_sub(1);
+            if shared.open > 0 {
+                return;
+            }
             shared.phase = Phase::Idle(Instant::now());
             shared.reader.take()
         };
@@ -183,22 +259,28 @@ impl<S: AsyncRead + Unpin> AsyncRead for TimedStream<S> {
             }
             return Poll::Ready(result);
         }
-        let Some(due) = this.phases.deadline(cx.waker()) else {
-            return Poll::Pending;
-        };
-        let timer = this
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
-        if timer.deadline() != due {
-            timer.as_mut().reset(due);
+        loop {
+            let Some((due, expiry)) = this.phases.deadline(cx.waker()) else {
+                return Poll::Pending;
+            };
+            let timer = this
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+            if timer.deadline() != due {
+                timer.as_mut().reset(due);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if expiry == Expiry::Fail {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "client read timeout (header_read or idle)",
+                )));
+            }
+            // Told; the next deadline is the one that fails.
+            this.phases.tell_idle();
         }
-        if timer.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "client read timeout (header_read or idle)",
-            )));
-        }
-        Poll::Pending
     }
 }
 
@@ -267,6 +349,44 @@ mod tests {
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         assert_eq!(started.elapsed(), Duration::from_secs(1));
         drop(writer.await.expect("writer"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn multiplexed_the_connection_is_idle_only_when_no_stream_is_open() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        phases.multiplex();
+        let mut stream = TimedStream::new(server, phases.clone());
+        let first = phases.serve();
+        let second = phases.serve();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 8];
+            // Frames between requests (a PING's acknowledgement, say) do not start a head.
+            while stream.read(&mut buf).await.map_err(|e| e.kind())? > 0 {}
+            Ok::<_, io::ErrorKind>(Instant::now())
+        });
+        let told = {
+            let phases = phases.clone();
+            tokio::spawn(async move {
+                phases.idle_expired().await;
+                Instant::now()
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // One stream ends, the other is still open: no deadline yet.
+        drop(first);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!reader.is_finished() && !told.is_finished());
+        let ended = Instant::now();
+        drop(second);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        client.write_all(b"ping ack").await.expect("write");
+        // Idle (5 s) from the end of the last stream, not header_read (1 s) from the read:
+        // the connection is told to close (GOAWAY), and cut header_read later.
+        assert_eq!(told.await.expect("told") - ended, Duration::from_secs(5));
+        let failed = reader.await.expect("reader");
+        assert_eq!(failed, Err(io::ErrorKind::TimedOut));
+        assert_eq!(Instant::now() - ended, Duration::from_secs(6));
     }
 
     #[tokio::test(start_paused = true)]

@@ -2,14 +2,17 @@
 //!
 //! Everything here is about sockets and framing, never about what a response's body
 //! becomes: [`server`] accepts clients (the connection limit, graceful shutdown) from every
-//! [`listener`] and runs hyper's HTTP/1 server on each; [`tls`] terminates TLS on the TLS
-//! listeners (certificates by SNI, reloads, the handshake timeout); [`http`] speaks HTTP on one client's stream; [`keepalive`] bounds the gaps between requests and the
-//! reading of one head; [`cork`] lets the kernel know more of a response follows; [`admin`]
+//! [`listener`]; [`tls`] terminates TLS on the TLS listeners (certificates by SNI, reloads,
+//! the handshake timeout); [`http`] speaks HTTP/1.1 or HTTP/2 on one client's stream
+//! (hyper's servers); [`keepalive`] bounds the gaps between requests and the reading of one
+//! head; [`graceful`] closes them at shutdown; [`cork`] lets the kernel know more of a
+//! response follows; [`admin`]
 //! is the operators' listener (`/stats`, `/metrics`). Each request that a connection reads
 //! is handed to [`crate::exchange`].
 
 pub(crate) mod admin;
 pub(crate) mod cork;
+pub(crate) mod graceful;
 pub(crate) mod http;
 pub(crate) mod keepalive;
 pub(crate) mod listener;

@@ -1,6 +1,7 @@
 //! The server runtime: the accept loop over every listener (cleartext and TLS), one hyper
-//! HTTP/1 connection per client (after its TLS handshake on a TLS listener), the connection
-//! limit and graceful shutdown.
+//! HTTP/1.1 or HTTP/2 connection per client (after its TLS handshake on a TLS listener), the
+//! connection limit and graceful shutdown (HTTP/2 connections get GOAWAY and finish their
+//! open streams).
 //!
 //! Each connection runs in its own task inside a `conn{id, peer}` span; each request inside a
 //! `request{method, path}` span under it. Limits on clients: the request head must arrive
@@ -19,9 +20,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioTimer;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -29,7 +27,8 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::connection::admin::{self, AdminState};
 use crate::connection::cork::{CorkedStream, MoreToCome};
-use crate::connection::http::Connection;
+use crate::connection::graceful::{Shutdown, Watcher};
+use crate::connection::http::{Connection, Protocol, Protocols};
 use crate::connection::keepalive::Phases;
 use crate::connection::listener::{Listener, Listeners};
 use crate::connection::tls::{self, Acceptor, TlsReloader};
@@ -40,13 +39,6 @@ use crate::error::ProxyError;
 use crate::exchange::service::Proxy;
 use crate::settings::ProxyConfig;
 use zipwire_adapt::{BudgetSpec, MemoryGate};
-
-/// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
-const MIN_BUF_SIZE: usize = 16 * 1024;
-
-/// Room in the read buffer past the head limit: hyper's longest URI (65,534 bytes) and a
-/// little more, so that a request line hyper refuses with 414 is read whole.
-const URI_ROOM: usize = 64 * 1024 + 512;
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
@@ -70,7 +62,9 @@ pub struct Server {
     listeners: Listeners,
     tls_reloader: Option<TlsReloader>,
     proxy: Arc<Proxy>,
-    http: Arc<http1::Builder>,
+    protocols: Protocols,
+    /// What a cleartext connection may speak.
+    cleartext: Protocol,
     /// `header_read` and `idle`, for each connection's [`Phases`].
     phases: (Duration, Duration),
     max_connections: usize,
@@ -102,7 +96,7 @@ impl Server {
         let (acceptor, tls_reloader) = if config.tls.listen.is_empty() {
             (None, None)
         } else {
-            let (acceptor, reloader) = Acceptor::new(&config.tls)?;
+            let (acceptor, reloader) = Acceptor::new(&config.tls, config.http2.enabled)?;
             (Some(acceptor), Some(reloader))
         };
         let mut listeners = Vec::new();
@@ -124,16 +118,7 @@ impl Server {
         let counters = Arc::new(Counters::default());
         let throttle = Throttle::default();
         let memory = MemoryGate::new(config.budget.max_memory);
-        let mut http = http1::Builder::new();
-        http.timer(TokioTimer::new())
-            // Off: `keepalive` times the head and the gap between requests apart.
-            .header_read_timeout(None)
-            // Read and write buffers per connection: a request head must fit, and a request
-            // line up to hyper's URI limit past it, so that hyper answers 414 rather than 431
-            // (the head limit itself is checked with the request, see `service`); responses
-            // are streamed in frames of at most `coalesce`, so larger buffers only hold memory.
-            .max_buf_size(config.limits.max_header_bytes.max(MIN_BUF_SIZE) + URI_ROOM)
-            .keep_alive(true);
+        let protocols = Protocols::new(&config);
         Ok(Server {
             listeners: Listeners::new(listeners),
             tls_reloader,
@@ -144,7 +129,12 @@ impl Server {
                 throttle.clone(),
                 memory.clone(),
             )),
-            http: Arc::new(http),
+            protocols,
+            cleartext: if config.http2.enabled {
+                Protocol::Detect
+            } else {
+                Protocol::Http1
+            },
             max_connections: config.limits.max_connections.max(1),
             shutdown_grace: config.timeouts.shutdown_grace,
             counters,
@@ -212,7 +202,8 @@ impl Server {
             mut listeners,
             tls_reloader: _,
             proxy,
-            http,
+            protocols,
+            cleartext,
             phases,
             max_connections,
             shutdown_grace,
@@ -243,7 +234,7 @@ impl Server {
             helpers.spawn(admin::serve(listener, state));
         }
         let permits = Arc::new(Semaphore::new(max_connections));
-        let graceful = GracefulShutdown::new();
+        let graceful = Shutdown::new();
         // Raised when shutdown begins: connections still in their TLS handshake give up.
         let (stopping, _) = watch::channel(());
         let mut tasks = JoinSet::new();
@@ -288,7 +279,9 @@ impl Server {
                     hsts: None,
                     _permit: permit,
                 };
-                let served = connection.serve(&http, graceful.watcher(), stream, more);
+                // Cleartext: HTTP/2 by prior knowledge or HTTP/1.1, told by the first bytes.
+                let watcher = graceful.watcher();
+                let served = connection.serve(&protocols, watcher, stream, cleartext, more);
                 tasks.spawn(served.instrument(span));
                 continue;
             };
@@ -299,7 +292,7 @@ impl Server {
                 phases,
                 peer,
                 permit,
-                http: http.clone(),
+                protocols: protocols.clone(),
                 graceful: graceful.watcher(),
                 stopping: stopping.subscribe(),
             };
@@ -337,7 +330,7 @@ struct Handshake {
     phases: Phases,
     peer: SocketAddr,
     permit: OwnedSemaphorePermit,
-    http: Arc<http1::Builder>,
+    protocols: Protocols,
     graceful: Watcher,
     /// Changes when the server shuts down: the handshake is then abandoned.
     stopping: watch::Receiver<()>,
@@ -353,8 +346,9 @@ impl Handshake {
         };
         // A failed handshake drops the stream and the permit here.
         let Some(stream) = stream else { return };
-        let protocol = tls::alpn(&stream);
-        debug!(alpn = ?protocol.map(String::from_utf8_lossy), "tls established");
+        let alpn = tls::alpn(&stream);
+        debug!(alpn = ?alpn.map(String::from_utf8_lossy), "tls established");
+        let protocol = Protocol::from_alpn(alpn);
         let connection = Connection {
             proxy: self.proxy,
             counters: self.counters,
@@ -364,7 +358,7 @@ impl Handshake {
             _permit: self.permit,
         };
         connection
-            .serve(&self.http, self.graceful, stream, more)
+            .serve(&self.protocols, self.graceful, stream, protocol, more)
             .await;
     }
 }

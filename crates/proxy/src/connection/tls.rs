@@ -69,11 +69,13 @@ impl Acceptor {
     /// # Errors
     ///
     /// [`ProxyError::Tls`] when there is no certificate, or one cannot be loaded.
-    pub(crate) fn new(settings: &Tls) -> Result<(Acceptor, TlsReloader), ProxyError> {
+    ///
+    /// ALPN offers `h2` only when `http2` is on.
+    pub(crate) fn new(settings: &Tls, http2: bool) -> Result<(Acceptor, TlsReloader), ProxyError> {
         let files = Arc::new(Files::of(settings)?);
         let provider = Arc::new(provider());
         let resolver = Arc::new(Resolver(RwLock::new(Arc::new(files.load(&provider)?))));
-        let config = server_config(provider.clone(), resolver.clone())?;
+        let config = server_config(provider.clone(), resolver.clone(), http2)?;
         let acceptor = Acceptor {
             inner: TlsAcceptor::from(Arc::new(config)),
             handshake_timeout: settings.handshake_timeout,
@@ -193,6 +195,7 @@ fn provider() -> CryptoProvider {
 fn server_config(
     provider: Arc<CryptoProvider>,
     resolver: Arc<Resolver>,
+    http2: bool,
 ) -> Result<ServerConfig, ProxyError> {
     let general = |reason: String| ProxyError::Tls { path: None, reason };
     let mut config = ServerConfig::builder_with_provider(provider)
@@ -200,7 +203,8 @@ fn server_config(
         .map_err(|e| general(e.to_string()))?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
-    config.alpn_protocols = ALPN.iter().map(|protocol| protocol.to_vec()).collect();
+    let offered = if http2 { &ALPN[..] } else { &ALPN[1..] };
+    config.alpn_protocols = offered.iter().map(|protocol| protocol.to_vec()).collect();
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     config.ticketer = rustls::crypto::ring::Ticketer::new()
         .map_err(|e| general(format!("cannot make a session ticket key: {e}")))?;

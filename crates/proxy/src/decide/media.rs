@@ -67,6 +67,16 @@ impl MediaType {
         self.type_() == "multipart"
     }
 
+    /// Whether this is gRPC: `application/grpc` or `application/grpc+FORMAT` (the gRPC over
+    /// HTTP/2 protocol's `Content-Type`).
+    pub fn is_grpc(&self) -> bool {
+        self.type_() == "application"
+            && self
+                .subtype()
+                .strip_prefix("grpc")
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
+    }
+
     /// Whether this is `text/event-stream` (server-sent events).
     pub fn is_event_stream(&self) -> bool {
         self.essence == "text/event-stream"

@@ -145,6 +145,10 @@ pub enum Bypass {
     /// `text/event-stream` while the body layer cannot flush each event
     /// ([`Rules::event_stream_flush`] is off).
     EventStream,
+    /// `application/grpc` and its `+proto`, `+json`… forms: gRPC compresses each message
+    /// itself (`grpc-encoding`) and its clients read no HTTP content coding, whatever
+    /// [`Rules::types`] says.
+    Grpc,
 }
 
 impl Bypass {
@@ -162,6 +166,7 @@ impl Bypass {
             Bypass::TooSmall => "too_small",
             Bypass::Budget => "budget",
             Bypass::EventStream => "event_stream",
+            Bypass::Grpc => "grpc",
         }
     }
 }
@@ -218,6 +223,9 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     };
     if media.is_multipart() {
         return pass(Bypass::Multipart);
+    }
+    if media.is_grpc() {
+        return pass(Bypass::Grpc);
     }
     if !cfg.is_compressible(media) {
         return pass(Bypass::Type);

@@ -74,11 +74,13 @@ pub(crate) fn add_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {
     }
 }
 
-/// The `Via` entries for a pseudonym: one for requests received as HTTP/1.0, one for 1.1.
+/// The `Via` entries for a pseudonym: one for requests received as HTTP/1.0, one for 1.1,
+/// one for HTTP/2.
 #[derive(Clone, Debug)]
 pub(crate) struct ViaEntries {
     http10: HeaderValue,
     http11: HeaderValue,
+    http2: HeaderValue,
 }
 
 impl ViaEntries {
@@ -87,6 +89,7 @@ impl ViaEntries {
         Some(ViaEntries {
             http10: HeaderValue::try_from(format!("1.0 {pseudonym}")).ok()?,
             http11: HeaderValue::try_from(format!("1.1 {pseudonym}")).ok()?,
+            http2: HeaderValue::try_from(format!("2 {pseudonym}")).ok()?,
         })
     }
 
@@ -95,6 +98,8 @@ impl ViaEntries {
     pub(crate) fn append(&self, headers: &mut HeaderMap, version: Version) {
         let entry = if version == Version::HTTP_10 || version == Version::HTTP_09 {
             &self.http10
+        } else if version == Version::HTTP_2 {
+            &self.http2
         } else {
             &self.http11
         };
@@ -180,9 +185,10 @@ mod tests {
         let via = ViaEntries::new("zipwire").expect("valid pseudonym");
         let mut map = headers(&[("via", "1.1 edge")]);
         via.append(&mut map, Version::HTTP_10);
+        via.append(&mut map, Version::HTTP_2);
         assert_eq!(
             map.get_all(VIA).iter().collect::<Vec<_>>(),
-            ["1.1 edge", "1.0 zipwire"]
+            ["1.1 edge", "1.0 zipwire", "2 zipwire"]
         );
         assert!(ViaEntries::new("bad\nname").is_none());
     }

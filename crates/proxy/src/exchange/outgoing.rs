@@ -309,6 +309,8 @@ pub(crate) struct AccessLog {
     span: Span,
     method: Method,
     path: String,
+    /// The client's protocol, `http/1.1` unless [`AccessLog::set_protocol`] says otherwise.
+    protocol: &'static str,
     status: StatusCode,
     started: Instant,
     counters: Arc<Counters>,
@@ -336,6 +338,7 @@ impl AccessLog {
             span: Span::current(),
             method,
             path: path.to_owned(),
+            protocol: "http/1.1",
             status: StatusCode::OK,
             started,
             counters,
@@ -357,6 +360,11 @@ impl AccessLog {
     /// Keeps a memory permit until the response is done.
     pub(crate) fn hold(&mut self, permit: Permit) {
         self.permit = Some(permit);
+    }
+
+    /// Sets the protocol the client spoke (`http/1.0`, `http/1.1`, `h2`).
+    pub(crate) fn set_protocol(&mut self, protocol: &'static str) {
+        self.protocol = protocol;
     }
 
     /// Sets the status sent to the client.
@@ -421,6 +429,7 @@ impl Drop for AccessLog {
         info!(
             method = %self.method,
             path = %self.path,
+            protocol = self.protocol,
             status = self.status.as_u16(),
             bytes_in = received,
             bytes_out = self.sent,

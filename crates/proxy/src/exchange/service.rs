@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::header::{
-    HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, TE,
+    TRANSFER_ENCODING, UPGRADE,
 };
 use http::request::Parts as RequestParts;
 use http::response::Parts as ResponseParts;
@@ -32,7 +33,7 @@ use zipwire_codec::{Format, Level, Limits};
 
 use crate::config::Rules;
 use crate::connection::cork::MoreToCome;
-use crate::counters::Counters;
+use crate::counters::{protocol_name, Counters};
 use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
 use crate::decide::negotiate::Coding;
@@ -133,12 +134,14 @@ impl Proxy {
     ) -> Response<ResponseBody> {
         Counters::bump(&self.counters.requests);
         let (parts, body) = request.into_parts();
+        self.counters.requests_by_protocol.add(parts.version);
         let mut log = AccessLog::new(
             parts.method.clone(),
             parts.uri.path(),
             Instant::now(),
             self.counters.clone(),
         );
+        log.set_protocol(protocol_name(parts.version));
         if !self.access_log {
             log.silence();
         }
@@ -176,6 +179,16 @@ impl Proxy {
     /// Phase 1: refuses requests a reverse proxy does not forward and reads the facts the
     /// decision needs.
     fn request_filter(&self, request: &RequestParts) -> Result<RequestFacts, ProxyError> {
+        if request.method == Method::CONNECT && request.version == Version::HTTP_2 {
+            // RFC 9110 §15.6.2: 501 for a method the server does not support for any
+            // resource. Over HTTP/2 a CONNECT is a tunnel (RFC 9113 §8.5); WebSocket over
+            // HTTP/2 (RFC 8441's extended CONNECT) is not offered, so a `:protocol` request
+            // never gets here: h2 resets it as malformed.
+            return Err(ProxyError::Refused {
+                status: StatusCode::NOT_IMPLEMENTED,
+                reason: "CONNECT over HTTP/2 (a tunnel, or RFC 8441 WebSocket) is not served",
+            });
+        }
         if request.method == Method::CONNECT {
             return Err(ProxyError::BadRequest {
                 reason: "CONNECT is not served by a reverse proxy",
@@ -212,6 +225,9 @@ impl Proxy {
             if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
                 headers.insert(HOST, host);
             }
+        }
+        if request.version == Version::HTTP_2 {
+            for_http11_upstream(&mut headers);
         }
         forward::strip_hop_by_hop(&mut headers);
         if self.forwarded_for {
@@ -382,7 +398,15 @@ impl Proxy {
 /// `Connection: keep-alive` when the client asked for it; a body such a client can only read
 /// to the end of the connection (no length: compressed), or a response that closes the
 /// connection, goes out as HTTP/1.0 instead, so hyper offers no keep-alive it cannot keep.
+///
+/// To an HTTP/2 client the response goes as HTTP/2, without the fields that only describe an
+/// HTTP/1 connection ([`strip_for_http2`]).
 fn set_version(response: &mut Response<ResponseBody>, client: Version) {
+    if client == Version::HTTP_2 {
+        strip_for_http2(response.headers_mut());
+        *response.version_mut() = Version::HTTP_2;
+        return;
+    }
     let closes = response
         .headers()
         .get(CONNECTION)
@@ -397,6 +421,40 @@ fn set_version(response: &mut Response<ResponseBody>, client: Version) {
     } else {
         Version::HTTP_11
     };
+}
+
+/// RFC 9113 §8.2.2: an HTTP/2 message carries no connection-specific field (`Connection`,
+/// `Keep-Alive`, `Proxy-Connection`, `Transfer-Encoding`, `Upgrade`; `TE` only as `trailers`,
+/// which a response never needs): hyper would drop them too, with a warning each time.
+fn strip_for_http2(headers: &mut HeaderMap) {
+    for name in [CONNECTION, TRANSFER_ENCODING, UPGRADE, TE] {
+        headers.remove(name);
+    }
+    for name in ["keep-alive", "proxy-connection"] {
+        headers.remove(HeaderName::from_static(name));
+    }
+}
+
+/// An HTTP/2 request's fields as an HTTP/1.1 upstream reads them. `Host` comes from
+/// `:authority` (RFC 9113 §8.3.1; see `upstream_request_filter`), or is sent empty when the
+/// request had neither (RFC 9112 §3.2). Cookies, which HTTP/2 may split into one field per
+/// pair for compression, are joined into one line with "; " (RFC 9113 §8.2.3).
+fn for_http11_upstream(headers: &mut HeaderMap) {
+    if !headers.contains_key(HOST) {
+        headers.insert(HOST, HeaderValue::from_static(""));
+    }
+    let mut cookies = headers.get_all(COOKIE).iter();
+    if let (Some(first), Some(_)) = (cookies.next(), cookies.next()) {
+        let mut joined = first.as_bytes().to_vec();
+        for cookie in headers.get_all(COOKIE).iter().skip(1) {
+            joined.extend_from_slice(b"; ");
+            joined.extend_from_slice(cookie.as_bytes());
+        }
+        // Each piece was a valid value, and "; " joins them into one.
+        if let Ok(value) = HeaderValue::from_bytes(&joined) {
+            headers.insert(COOKIE, value);
+        }
+    }
 }
 
 /// 414 when the request target alone is over the head limit, 431 when the whole head is
@@ -431,8 +489,17 @@ fn check_head_size(request: &RequestParts, limit: usize) -> Result<(), ProxyErro
 /// authority).
 fn check_host(request: &RequestParts) -> Result<(), ProxyError> {
     let mut hosts = request.headers.get_all(HOST).iter();
+    let authority = request.uri.authority().map(Authority::as_str);
     let reason = match (hosts.next(), hosts.next()) {
         (Some(_), Some(_)) => "more than one Host",
+        // RFC 9113 §8.3.1: a Host that names another entity than `:authority` is malformed.
+        (Some(host), None)
+            if request.version == Version::HTTP_2
+                && authority
+                    .is_some_and(|a| !a.as_bytes().eq_ignore_ascii_case(host.as_bytes())) =>
+        {
+            "Host differs from :authority"
+        }
         (None, _) if request.version == Version::HTTP_11 => "no Host in an HTTP/1.1 request",
         (Some(host), None)
             if !host.is_empty()
@@ -456,4 +523,48 @@ fn check_transfer_coding(request: &RequestParts) -> Result<(), ProxyError> {
         status: StatusCode::NOT_IMPLEMENTED,
         reason: "transfer coding other than chunked",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http2_response_carries_no_connection_specific_field() {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("connection", "close"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-connection", "keep-alive"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "h2c"),
+            ("te", "trailers"),
+            ("content-type", "text/html"),
+        ] {
+            headers.append(name, HeaderValue::from_static(value));
+        }
+        strip_for_http2(&mut headers);
+        let left: Vec<_> = headers.keys().map(HeaderName::as_str).collect();
+        assert_eq!(left, ["content-type"]);
+    }
+
+    #[test]
+    fn an_http2_request_gets_a_host_and_one_cookie_line() {
+        let mut headers = HeaderMap::new();
+        headers.append(COOKIE, HeaderValue::from_static("a=1"));
+        headers.append(COOKIE, HeaderValue::from_static("b=2"));
+        headers.append(COOKIE, HeaderValue::from_static("c=3"));
+        for_http11_upstream(&mut headers);
+        assert_eq!(
+            headers.get_all(COOKIE).iter().collect::<Vec<_>>(),
+            ["a=1; b=2; c=3"]
+        );
+        assert_eq!(headers[HOST], "");
+        let mut one = HeaderMap::new();
+        one.insert(HOST, HeaderValue::from_static("example.com"));
+        one.insert(COOKIE, HeaderValue::from_static("a=1"));
+        for_http11_upstream(&mut one);
+        assert_eq!(one[HOST], "example.com");
+        assert_eq!(one[COOKIE], "a=1");
+    }
 }

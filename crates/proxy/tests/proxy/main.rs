@@ -6,6 +6,8 @@
 mod compression;
 mod counted_errors;
 mod framing;
+mod http2;
+mod http2_raw;
 mod logging;
 mod operations;
 mod origin_limits;

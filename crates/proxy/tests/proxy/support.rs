@@ -290,6 +290,11 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
             full(json(500)),
         ),
         "/image.png" => respond(200, &[("content-type", "image/png")], full(noise(10_000))),
+        "/grpc" => respond(
+            200,
+            &[("content-type", "application/grpc+proto")],
+            full(html(5_000)),
+        ),
         "/small.txt" => respond(200, &[("content-type", "text/plain")], full(html(100))),
         "/gzipped.html" => {
             let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &html(50_000));

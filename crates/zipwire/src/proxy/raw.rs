@@ -42,6 +42,9 @@ pub struct RawConfig {
     /// `[limits]`.
     #[serde(default)]
     pub limits: RawLimits,
+    /// `[http2]`.
+    #[serde(default)]
+    pub http2: RawHttp2,
     /// `[tls]`.
     #[serde(default)]
     pub tls: RawTls,
@@ -175,6 +178,24 @@ pub struct RawLimits {
     pub max_connections: Option<i64>,
 }
 
+/// `[http2]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp2 {
+    /// `enabled`: serve HTTP/2 at all.
+    pub enabled: Option<bool>,
+    /// `max_concurrent_streams`: per connection.
+    pub max_concurrent_streams: Option<i64>,
+    /// `initial_stream_window`: bytes.
+    pub initial_stream_window: Option<Quantity>,
+    /// `initial_connection_window`: bytes.
+    pub initial_connection_window: Option<Quantity>,
+    /// `ping_interval`: `"0s"` for none.
+    pub ping_interval: Option<Quantity>,
+    /// `ping_timeout`.
+    pub ping_timeout: Option<Quantity>,
+}
+
 /// A size or a duration as written: a bare number or a string with a unit (`"64k"`,
 /// `"250ms"`). Which units make sense depends on the key.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -261,6 +282,23 @@ impl RawConfig {
                 },
                 handshake_timeout: top.tls.handshake_timeout.or(self.tls.handshake_timeout),
                 hsts: top.tls.hsts.or(self.tls.hsts),
+            },
+            http2: RawHttp2 {
+                enabled: top.http2.enabled.or(self.http2.enabled),
+                max_concurrent_streams: top
+                    .http2
+                    .max_concurrent_streams
+                    .or(self.http2.max_concurrent_streams),
+                initial_stream_window: top
+                    .http2
+                    .initial_stream_window
+                    .or(self.http2.initial_stream_window),
+                initial_connection_window: top
+                    .http2
+                    .initial_connection_window
+                    .or(self.http2.initial_connection_window),
+                ping_interval: top.http2.ping_interval.or(self.http2.ping_interval),
+                ping_timeout: top.http2.ping_timeout.or(self.http2.ping_timeout),
             },
         }
     }

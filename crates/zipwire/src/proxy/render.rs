@@ -132,6 +132,31 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     )?;
     writeln!(out, "max_connections = {}", config.limits.max_connections)?;
 
+    let http2 = &config.http2;
+    writeln!(out, "\n[http2]")?;
+    writeln!(out, "enabled = {}", http2.enabled)?;
+    writeln!(
+        out,
+        "max_concurrent_streams = {}",
+        http2.max_concurrent_streams
+    )?;
+    writeln!(
+        out,
+        "initial_stream_window = {}",
+        size(u64::from(http2.initial_stream_window))
+    )?;
+    writeln!(
+        out,
+        "initial_connection_window = {}",
+        size(u64::from(http2.initial_connection_window))
+    )?;
+    let interval = http2.ping_interval.unwrap_or_default();
+    writeln!(out, "ping_interval = {}", quote(&format_duration(interval)))?;
+    writeln!(
+        out,
+        "ping_timeout = {}",
+        quote(&format_duration(http2.ping_timeout))
+    )?;
     write_tls(out, &config.tls)
 }
 

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 35);
+    assert_eq!(example.len(), 41);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -166,6 +166,13 @@ fn every_key_is_applied() {
         [limits]
         max_header_bytes = "16k"
         max_connections = 500
+        [http2]
+        enabled = false
+        max_concurrent_streams = 100
+        initial_stream_window = "64KiB"
+        initial_connection_window = "4MiB"
+        ping_interval = "30s"
+        ping_timeout = "5s"
         "#,
     )
     .expect("valid");
@@ -206,6 +213,13 @@ fn every_key_is_applied() {
     assert_eq!(t.shutdown_grace, Duration::ZERO);
     assert_eq!(config.limits.max_header_bytes, 16 * 1024);
     assert_eq!(config.limits.max_connections, 500);
+    let h = &config.http2;
+    assert!(!h.enabled);
+    assert_eq!(h.max_concurrent_streams, 100);
+    assert_eq!(h.initial_stream_window, 64 * 1024);
+    assert_eq!(h.initial_connection_window, 4 << 20);
+    assert_eq!(h.ping_interval, Some(Duration::from_secs(30)));
+    assert_eq!(h.ping_timeout, Duration::from_secs(5));
 
     // --check's output reads back to the same configuration.
     let again = typed(&render(&config)).expect("rendered config is valid");
@@ -296,6 +310,11 @@ fn rejections_name_the_key() {
         ("[timeouts]\nshutdown_grace = \"x\"", "timeouts.shutdown_grace: 'x' is not a duration"),
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
         ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
+        ("[http2]\nmax_concurrent_streams = 0", "http2.max_concurrent_streams: 0 is not a stream count 1-100000"),
+        ("[http2]\ninitial_stream_window = \"16k\"", "http2.initial_stream_window: 16KiB is not within 64KiB-1GiB"),
+        ("[http2]\ninitial_connection_window = \"2g\"", "http2.initial_connection_window: 2GiB is not within 64KiB-1GiB"),
+        ("[http2]\nping_interval = 30", "http2.ping_interval: 30 has no unit"),
+        ("[http2]\nping_timeout = \"0s\"", "http2.ping_timeout: must be longer than zero"),
     ];
     for (text, expected) in rows {
         // Every row but the upstream ones gets a valid upstream, so the key under test fails.

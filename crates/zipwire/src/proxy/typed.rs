@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use zipwire_codec::Level;
-use zipwire_proxy::{CertificateFiles, Coding, ProxyConfig, Tls, TypePattern, Upstream};
+use zipwire_proxy::{
+    CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream,
+};
 
-use crate::proxy::raw::{Quantity, RawConfig, RawTls};
+use crate::proxy::raw::{Quantity, RawConfig, RawHttp2, RawTls};
 use crate::value;
 
 /// Where the proxy listens for cleartext clients when neither the file nor `--listen` says,
@@ -223,6 +225,7 @@ impl TryFrom<RawConfig> for ProxyConfig {
                 "a connection count",
             )?;
         }
+        http2(&raw.http2, &mut config.http2)?;
         Ok(config)
     }
 }
@@ -328,6 +331,47 @@ fn hsts(text: &str) -> Result<HeaderValue, ConfigError> {
         ));
     }
     Ok(value)
+}
+
+/// `[http2]`. Windows go up to RFC 9113's 2^31-1 (§6.9.1), in whole sizes up to 1 GiB.
+fn http2(raw: &RawHttp2, http2: &mut Http2Limits) -> Result<(), ConfigError> {
+    if let Some(enabled) = raw.enabled {
+        http2.enabled = enabled;
+    }
+    if let Some(n) = raw.max_concurrent_streams {
+        http2.max_concurrent_streams = int_in(
+            "http2.max_concurrent_streams",
+            n,
+            1..=100_000,
+            "a stream count",
+        )?;
+    }
+    for (key, quantity, window) in [
+        (
+            "http2.initial_stream_window",
+            &raw.initial_stream_window,
+            &mut http2.initial_stream_window,
+        ),
+        (
+            "http2.initial_connection_window",
+            &raw.initial_connection_window,
+            &mut http2.initial_connection_window,
+        ),
+    ] {
+        if let Some(quantity) = quantity {
+            // RFC 9113 §6.5.2: the initial window is at least the default 65,535 bytes.
+            let bytes = size_in(key, quantity, 64 << 10..=1 << 30)?;
+            *window = u32::try_from(bytes).map_err(|_| ConfigError::new(key, "too large"))?;
+        }
+    }
+    if let Some(interval) = &raw.ping_interval {
+        let interval = duration("http2.ping_interval", interval)?;
+        http2.ping_interval = (!interval.is_zero()).then_some(interval);
+    }
+    if let Some(timeout) = &raw.ping_timeout {
+        http2.ping_timeout = positive_duration("http2.ping_timeout", timeout)?;
+    }
+    Ok(())
 }
 
 fn upstreams(texts: &[String]) -> Result<Vec<Upstream>, ConfigError> {

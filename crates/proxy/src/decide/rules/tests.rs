@@ -701,6 +701,40 @@ fn offered_codings_are_configurable() {
 }
 
 #[test]
+fn grpc_is_never_compressed_whatever_the_types() {
+    let req = RequestFacts::from_parts(&Method::GET, &map(ACCEPT_GZIP));
+    let every_type = Rules {
+        types: vec!["*/*".parse().expect("valid pattern")],
+        ..Rules::default()
+    };
+    for content_type in [
+        "application/grpc",
+        "application/grpc+proto",
+        "Application/GRPC+json; charset=utf-8",
+    ] {
+        let typed = HeaderMap::from_iter([(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        )]);
+        let resp = ResponseFacts::from_parts(StatusCode::OK, &typed);
+        assert_eq!(
+            decide(&req, &resp, &every_type),
+            pass(Bypass::Grpc),
+            "{content_type}"
+        );
+    }
+    // Only gRPC itself: a type that merely starts with the letters is compressed.
+    for content_type in ["application/grpcx", "application/grpc-web-text"] {
+        let typed = HeaderMap::from_iter([(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        )]);
+        let resp = ResponseFacts::from_parts(StatusCode::OK, &typed);
+        assert_eq!(decide(&req, &resp, &every_type), GZIP, "{content_type}");
+    }
+}
+
+#[test]
 fn bypass_reports() {
     assert_eq!(GZIP.bypass(), None);
     assert_eq!(
