@@ -108,4 +108,5 @@ pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
     BudgetLimits, ClientLimits, Compression, Forwarding, ProxyConfig, Timeouts, Upstream,
+    UpstreamRoots, UpstreamScheme,
 };

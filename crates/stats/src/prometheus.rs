@@ -20,6 +20,8 @@
 //! | `zipwire_proxy_uptime_seconds` | gauge | [`Snapshot::uptime`] |
 //! | `zipwire_proxy_connections_total` | counter | [`Snapshot::connections`] |
 //! | `zipwire_proxy_connections_active` | gauge | [`Snapshot::active_connections`] |
+//! | `zipwire_proxy_upgrades_total` | counter | [`Snapshot::upgrades`] |
+//! | `zipwire_proxy_upgrades_active` | gauge | [`Snapshot::active_upgrades`] |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
@@ -146,6 +148,18 @@ fn render(snapshot: &Snapshot) -> String {
         "Client connections open now.",
         Kind::Gauge,
         Value::Int(snapshot.active_connections),
+    );
+    out.single(
+        "zipwire_proxy_upgrades_total",
+        "Upgrades passed (101 Switching Protocols from an upstream: WebSockets).",
+        Kind::Counter,
+        Value::Int(snapshot.upgrades),
+    );
+    out.single(
+        "zipwire_proxy_upgrades_active",
+        "Upgraded connections open now (WebSocket tunnels).",
+        Kind::Gauge,
+        Value::Int(snapshot.active_upgrades),
     );
     out.family(
         "zipwire_proxy_errors_total",
@@ -414,6 +428,8 @@ mod tests {
             throttled: Some("rate".to_owned()),
             connections: 250,
             active_connections: 11,
+            upgrades: 6,
+            active_upgrades: 4,
             errors: crate::Errors {
                 client: 5,
                 upstream: 3,
@@ -451,6 +467,8 @@ mod tests {
             ("zipwire_proxy_uptime_seconds", None, 90.25),
             ("zipwire_proxy_connections_total", None, 250.0),
             ("zipwire_proxy_connections_active", None, 11.0),
+            ("zipwire_proxy_upgrades_total", None, 6.0),
+            ("zipwire_proxy_upgrades_active", None, 4.0),
         ];
         for (name, reason, expected) in rows {
             assert_eq!(
@@ -481,7 +499,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 15);
+        assert_eq!(text.matches("# TYPE ").count(), 17);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

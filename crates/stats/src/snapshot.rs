@@ -48,6 +48,10 @@ pub struct Snapshot {
     pub connections: u64,
     /// Client connections open now (gauge).
     pub active_connections: u64,
+    /// Upgrades passed: `101 Switching Protocols` from an upstream, WebSockets (counter).
+    pub upgrades: u64,
+    /// Upgraded connections open now, tunnels between a client and an upstream (gauge).
+    pub active_upgrades: u64,
     /// Requests the proxy answered with an error status of its own, by whose fault (counters).
     pub errors: Errors,
 }
@@ -130,6 +134,8 @@ mod tests {
             throttled: Some("cpu".to_owned()),
             connections: 90,
             active_connections: 3,
+            upgrades: 8,
+            active_upgrades: 2,
             errors: Errors {
                 client: 4,
                 upstream: 2,
@@ -162,12 +168,14 @@ mod tests {
         assert_eq!(json["throttled"], "cpu");
         assert_eq!(json["connections"], 90);
         assert_eq!(json["active_connections"], 3);
+        assert_eq!(json["upgrades"], 8);
+        assert_eq!(json["active_upgrades"], 2);
         assert_eq!(
             json["errors"],
             serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 15, "one key per field");
+        assert_eq!(keys, 17, "one key per field");
     }
 
     #[test]

@@ -60,6 +60,8 @@ impl AdminState {
                 .map(|reason| reason.as_str().to_owned()),
             connections: load(&c.connections),
             active_connections: load(&c.active_connections),
+            upgrades: load(&c.upgrades),
+            active_upgrades: load(&c.active_upgrades),
             errors: Errors {
                 client: load(&c.errors.client),
                 upstream: load(&c.errors.upstream),

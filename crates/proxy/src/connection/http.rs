@@ -10,10 +10,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::Request;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OwnedSemaphorePermit;
@@ -21,6 +21,7 @@ use tracing::{debug, debug_span, Instrument};
 
 use crate::connection::cork::MoreToCome;
 use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
+use crate::connection::tunnel::{ClientLink, TunnelSlot};
 use crate::counters::Counters;
 use crate::exchange::service::Proxy;
 
@@ -43,7 +44,7 @@ impl Connection {
     /// response body raises while more of it follows.
     pub(crate) fn serve<S>(
         self,
-        http: &http1::Builder,
+        http: &auto::Builder<TokioExecutor>,
         graceful: &GracefulShutdown,
         stream: S,
         more: MoreToCome,
@@ -55,19 +56,27 @@ impl Connection {
         let peer = self.peer;
         let phases = self.phases.clone();
         let stream = TimedStream::new(stream, phases.clone());
+        // Where a request that upgrades the connection leaves its tunnel, run below once
+        // hyper hands the connection over.
+        let tunnel = TunnelSlot::default();
+        let link = tunnel.clone();
         let service = service_fn(move |request: Request<Incoming>| {
             let proxy = proxy.clone();
             let more = more.clone();
+            let client = ClientLink::new(&phases, &link);
             let served = phases.serve();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
             async move {
-                let response = proxy.handle(request, peer, more).await;
+                let response = proxy.handle(request, peer, more, client).await;
                 Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
             }
             .instrument(span)
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let connection = graceful.watch(
+            http.serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .into_owned(),
+        );
         Counters::bump(&self.counters.connections);
         Counters::bump(&self.counters.active_connections);
         async move {
@@ -77,10 +86,12 @@ impl Connection {
                 // Parse errors, timeouts and aborted bodies end here; hyper has already
                 // answered what could be answered (400, 431).
                 Err(error) => {
-                    self.counters.errors.add_connection_error(&error);
+                    self.counters.errors.add_connection_error(error.as_ref());
                     debug!(%error, "connection ended with an error");
                 }
             }
+            // An upgraded connection lives on as a tunnel, still holding its permit.
+            tunnel.run().await;
             // `self` is dropped here, or where the task is aborted at the end of shutdown.
             drop(self);
         }

@@ -3,12 +3,16 @@
 //! Everything here is about sockets and framing, never about what a response's body
 //! becomes: [`server`] accepts clients (the connection limit, graceful shutdown) and runs
 //! hyper's HTTP/1 server on each; [`http`] speaks HTTP on one client's stream; [`keepalive`] bounds the gaps between requests and the
-//! reading of one head; [`cork`] lets the kernel know more of a response follows; [`admin`]
+//! reading of one head; [`interim`] writes `103 Early Hints` beside hyper; [`tunnel`] joins
+//! an upgraded connection to its upstream; [`cork`] lets the kernel know more of a response
+//! follows; [`admin`]
 //! is the operators' listener (`/stats`, `/metrics`). Each request that a connection reads
 //! is handed to [`crate::exchange`].
 
 pub(crate) mod admin;
 pub(crate) mod cork;
 pub(crate) mod http;
+pub(crate) mod interim;
 pub(crate) mod keepalive;
 pub(crate) mod server;
+pub(crate) mod tunnel;

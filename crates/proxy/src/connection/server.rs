@@ -18,8 +18,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioTimer;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -55,7 +55,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// # async fn example() -> Result<(), zipwire_proxy::ProxyError> {
 /// use zipwire_proxy::{ProxyConfig, Server, Upstream};
 ///
-/// let upstream = Upstream { authority: http::uri::Authority::from_static("127.0.0.1:9000") };
+/// let upstream = Upstream::http(http::uri::Authority::from_static("127.0.0.1:9000"));
 /// let config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), vec![upstream]);
 /// let server = Server::bind(config).await?;
 /// println!("listening on {}", server.local_addr());
@@ -67,7 +67,7 @@ pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
     proxy: Arc<Proxy>,
-    http: http1::Builder,
+    http: auto::Builder<TokioExecutor>,
     /// `header_read` and `idle`, for each connection's [`Phases`].
     phases: (Duration, Duration),
     max_connections: usize,
@@ -109,10 +109,14 @@ impl Server {
         let counters = Arc::new(Counters::default());
         let throttle = Throttle::default();
         let memory = MemoryGate::new(config.budget.max_memory);
-        let mut http = http1::Builder::new();
-        http.timer(TokioTimer::new())
+        // hyper-util's builder, HTTP/1 only: its connections can be upgraded (WebSocket) and
+        // still be watched for graceful shutdown, which hyper's own upgradeable HTTP/1
+        // connection cannot.
+        let mut http = auto::Builder::new(TokioExecutor::new()).http1_only();
+        http.http1()
+            .timer(TokioTimer::new())
             // Off: `keepalive` times the head and the gap between requests apart.
-            .header_read_timeout(None)
+            .header_read_timeout(None::<Duration>)
             // Read and write buffers per connection: a request head must fit, and a request
             // line up to hyper's URI limit past it, so that hyper answers 414 rather than 431
             // (the head limit itself is checked with the request, see `service`); responses

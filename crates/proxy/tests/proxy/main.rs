@@ -15,4 +15,6 @@ mod robustness;
 mod streaming;
 mod support;
 mod timeouts;
+mod tls_upstream;
+mod upgrade;
 mod upstreams;

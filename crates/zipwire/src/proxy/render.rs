@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use zipwire_proxy::ProxyConfig;
+use zipwire_proxy::{ProxyConfig, UpstreamRoots};
 
 use crate::value::{format_duration, format_size};
 
@@ -25,7 +25,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     let upstreams: Vec<String> = config
         .upstreams
         .iter()
-        .map(|upstream| quote(&format!("http://{}", upstream.authority)))
+        .map(|upstream| quote(&upstream.to_string()))
         .collect();
     writeln!(out, "upstreams = [{}]", upstreams.join(", "))?;
     writeln!(out, "threads = {}", config.threads)?;
@@ -39,6 +39,14 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         None => writeln!(out, "# admin: off")?,
     }
     writeln!(out, "access_log = {}", config.access_log)?;
+    match &config.upstream_roots {
+        UpstreamRoots::CaFile { path, certificates } => {
+            let path = path.display().to_string();
+            writeln!(out, "# {} certificates", certificates.len())?;
+            writeln!(out, "upstream_ca_file = {}", quote(&path))?;
+        }
+        _ => writeln!(out, "# upstream_ca_file: the system's certificate store")?,
+    }
 
     let compression = &config.compression;
     writeln!(out, "\n[compression]")?;
@@ -115,6 +123,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         ("upstream_response", timeouts.upstream_response),
         ("idle", timeouts.idle),
         ("shutdown_grace", timeouts.shutdown_grace),
+        ("upgrade_idle", timeouts.upgrade_idle),
     ] {
         writeln!(out, "{key} = {}", quote(&format_duration(duration)))?;
     }
