@@ -167,7 +167,7 @@ async fn run_scenario(
         Authority::try_from(origin.to_string()).expect("a socket address is a valid authority");
     let mut config = ProxyConfig::new(
         (Ipv4Addr::LOCALHOST, 0).into(),
-        vec![Upstream { authority }],
+        vec![Upstream::http(authority)],
     );
     match scenario {
         // Same proxy, same hops, nothing compressed: the baseline.

@@ -48,6 +48,11 @@ pub struct Counters {
     pub decompression: Arc<BodyMeter>,
     /// Response bodies being compressed or decompressed now (a gauge).
     pub active_streams: AtomicU64,
+    /// Upgrades passed (a `101 Switching Protocols` from an upstream: WebSockets).
+    pub upgrades: AtomicU64,
+    /// Upgraded connections open now, each a tunnel between a client and an upstream (a
+    /// gauge).
+    pub active_upgrades: AtomicU64,
 }
 
 impl Counters {
@@ -168,8 +173,9 @@ impl ErrorCounters {
     /// Counts a client connection that ended with `error`, when hyper answered it with an
     /// error status of its own: a request it could not parse (400, 431, 414, 505) never
     /// reaches the proxy's service, and is the client's fault all the same.
-    pub(crate) fn add_connection_error(&self, error: &hyper::Error) {
-        if error.is_parse() {
+    pub(crate) fn add_connection_error(&self, error: &(dyn std::error::Error + 'static)) {
+        let hyper = error.downcast_ref::<hyper::Error>();
+        if hyper.is_some_and(hyper::Error::is_parse) {
             Counters::bump(&self.client);
         }
     }

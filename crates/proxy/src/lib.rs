@@ -112,5 +112,5 @@ pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
-    ProxyConfig, Timeouts, Tls, Upstream,
+    ProxyConfig, Timeouts, Tls, Upstream, UpstreamRoots, UpstreamScheme,
 };

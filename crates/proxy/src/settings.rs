@@ -44,6 +44,9 @@ pub struct ProxyConfig {
     pub access_log: bool,
     /// TLS listeners and their certificates; off when [`Tls::listen`] is empty.
     pub tls: Tls,
+    /// The certificate authorities `https://` upstreams are verified against (nginx
+    /// `proxy_ssl_trusted_certificate`, HAProxy `ca-file`). Default: the system's store.
+    pub upstream_roots: UpstreamRoots,
 }
 
 impl ProxyConfig {
@@ -63,15 +66,103 @@ impl ProxyConfig {
             admin: None,
             access_log: true,
             tls: Tls::default(),
+            upstream_roots: UpstreamRoots::System,
         }
     }
 }
 
-/// One origin server.
+/// One origin server, spoken to in HTTP/1.1, over TLS for `https://`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Upstream {
-    /// `host:port` to connect to (plain HTTP/1.1).
+    /// Cleartext or TLS.
+    pub scheme: UpstreamScheme,
+    /// `host:port` to connect to. Over TLS, the host is also the name sent in SNI and the
+    /// one the certificate must be valid for (nginx `proxy_ssl_server_name on`,
+    /// `proxy_ssl_verify on`).
     pub authority: http::uri::Authority,
+}
+
+impl Upstream {
+    /// A cleartext `http://` upstream at `authority`.
+    pub fn http(authority: http::uri::Authority) -> Upstream {
+        Upstream {
+            scheme: UpstreamScheme::Http,
+            authority,
+        }
+    }
+
+    /// An `https://` upstream at `authority`.
+    pub fn https(authority: http::uri::Authority) -> Upstream {
+        Upstream {
+            scheme: UpstreamScheme::Https,
+            authority,
+        }
+    }
+}
+
+impl std::fmt::Display for Upstream {
+    /// The upstream as a URL: `http://host:port` or `https://host:port`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = match self.scheme {
+            UpstreamScheme::Http => "http",
+            UpstreamScheme::Https => "https",
+        };
+        write!(f, "{scheme}://{}", self.authority)
+    }
+}
+
+/// How the proxy speaks to an upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamScheme {
+    /// HTTP/1.1 in cleartext.
+    Http,
+    /// HTTP/1.1 over TLS 1.2 or 1.3, the certificate verified.
+    Https,
+}
+
+/// The certificate authorities that `https://` upstreams' certificates must chain to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamRoots {
+    /// The operating system's store (`rustls-native-certs`: `/etc/ssl/certs` and
+    /// `SSL_CERT_FILE` on Linux), read once when the server is bound and only if an upstream
+    /// is `https://`.
+    #[default]
+    System,
+    /// These certificates only, as read from a CA file (nginx
+    /// `proxy_ssl_trusted_certificate`).
+    CaFile {
+        /// Where they were read from, for `--check` and logs.
+        path: std::path::PathBuf,
+        /// The certificates (DER).
+        certificates: Vec<rustls::pki_types::CertificateDer<'static>>,
+    },
+}
+
+impl UpstreamRoots {
+    /// The certificates of a PEM file's contents `pem` (`-----BEGIN CERTIFICATE-----`
+    /// blocks; anything else in the file is skipped), read from `path` by the caller.
+    ///
+    /// # Errors
+    ///
+    /// A message when a block is malformed or the text holds no certificate.
+    pub fn from_pem(
+        path: impl Into<std::path::PathBuf>,
+        pem: &[u8],
+    ) -> Result<UpstreamRoots, String> {
+        use rustls::pki_types::pem::PemObject as _;
+        let certificates = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| format!("not a PEM certificate file: {error}"))?;
+        if certificates.is_empty() {
+            return Err("holds no PEM certificate".to_owned());
+        }
+        Ok(UpstreamRoots::CaFile {
+            path: path.into(),
+            certificates,
+        })
+    }
 }
 
 /// Compression settings.
@@ -178,6 +269,12 @@ pub struct Timeouts {
     /// On SIGTERM, time given to in-flight requests before connections are closed. Default
     /// 10 s.
     pub shutdown_grace: Duration,
+    /// An upgraded connection (a WebSocket) on which neither side has sent anything for this
+    /// long is closed, both sides (HAProxy `timeout tunnel`; nginx applies
+    /// `proxy_read_timeout` to it). Default 1 h: WebSocket applications often stay silent
+    /// for minutes between messages, and HAProxy's own documentation suggests `timeout
+    /// tunnel 1h`; nginx's 60 s default is the usual cause of dropped sockets there.
+    pub upgrade_idle: Duration,
 }
 
 impl Default for Timeouts {
@@ -189,6 +286,7 @@ impl Default for Timeouts {
             upstream_response: Duration::from_secs(60),
             idle: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            upgrade_idle: Duration::from_secs(3600),
         }
     }
 }

@@ -23,6 +23,8 @@
 //! | `zipwire_proxy_connections_active` | gauge | [`Snapshot::active_connections`] |
 //! | `zipwire_proxy_tls_handshakes_total` | counter | [`Snapshot::tls_handshakes`] |
 //! | `zipwire_proxy_tls_handshake_failures_total` | counter | [`Snapshot::tls_handshake_failures`] |
+//! | `zipwire_proxy_upgrades_total` | counter | [`Snapshot::upgrades`] |
+//! | `zipwire_proxy_upgrades_active` | gauge | [`Snapshot::active_upgrades`] |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
@@ -173,6 +175,18 @@ fn render(snapshot: &Snapshot) -> String {
         "TLS handshakes that failed or timed out.",
         Kind::Counter,
         Value::Int(snapshot.tls_handshake_failures),
+    );
+    out.single(
+        "zipwire_proxy_upgrades_total",
+        "Upgrades passed (101 Switching Protocols from an upstream: WebSockets).",
+        Kind::Counter,
+        Value::Int(snapshot.upgrades),
+    );
+    out.single(
+        "zipwire_proxy_upgrades_active",
+        "Upgraded connections open now (WebSocket tunnels).",
+        Kind::Gauge,
+        Value::Int(snapshot.active_upgrades),
     );
     out.family(
         "zipwire_proxy_errors_total",
@@ -444,6 +458,8 @@ mod tests {
             active_connections: 11,
             tls_handshakes: 240,
             tls_handshake_failures: 9,
+            upgrades: 6,
+            active_upgrades: 4,
             errors: crate::Errors {
                 client: 5,
                 upstream: 3,
@@ -483,6 +499,8 @@ mod tests {
             ("zipwire_proxy_connections_active", None, 11.0),
             ("zipwire_proxy_tls_handshakes_total", None, 240.0),
             ("zipwire_proxy_tls_handshake_failures_total", None, 9.0),
+            ("zipwire_proxy_upgrades_total", None, 6.0),
+            ("zipwire_proxy_upgrades_active", None, 4.0),
         ];
         for (name, reason, expected) in rows {
             assert_eq!(
@@ -525,7 +543,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 18);
+        assert_eq!(text.matches("# TYPE ").count(), 20);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

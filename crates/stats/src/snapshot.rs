@@ -55,6 +55,10 @@ pub struct Snapshot {
     pub tls_handshakes: u64,
     /// TLS handshakes that failed or timed out (counter).
     pub tls_handshake_failures: u64,
+    /// Upgrades passed: `101 Switching Protocols` from an upstream, WebSockets (counter).
+    pub upgrades: u64,
+    /// Upgraded connections open now, tunnels between a client and an upstream (gauge).
+    pub active_upgrades: u64,
     /// Requests the proxy answered with an error status of its own, by whose fault (counters).
     pub errors: Errors,
 }
@@ -139,6 +143,8 @@ mod tests {
             active_connections: 3,
             tls_handshakes: 80,
             tls_handshake_failures: 6,
+            upgrades: 8,
+            active_upgrades: 2,
             errors: Errors {
                 client: 4,
                 upstream: 2,
@@ -179,12 +185,14 @@ mod tests {
         assert_eq!(json["active_connections"], 3);
         assert_eq!(json["tls_handshakes"], 80);
         assert_eq!(json["tls_handshake_failures"], 6);
+        assert_eq!(json["upgrades"], 8);
+        assert_eq!(json["active_upgrades"], 2);
         assert_eq!(
             json["errors"],
             serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 18, "one key per field");
+        assert_eq!(keys, 20, "one key per field");
     }
 
     #[test]

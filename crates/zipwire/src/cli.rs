@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{value_parser, ArgAction, Args, Parser, Subcommand};
-use http::uri::Authority;
 
 use crate::gzip::FileArgs;
 use crate::tunnel::TunnelArgs;
@@ -92,7 +91,7 @@ pub struct ProxyArgs {
     /// Origin server, http://HOST:PORT; repeat for several (round-robin). Replaces the file's
     /// upstreams.
     #[arg(long = "upstream", value_name = "URL", value_parser = parse_upstream)]
-    pub upstreams: Vec<Authority>,
+    pub upstreams: Vec<zipwire_proxy::Upstream>,
 
     /// Worker threads [default: the number of cores]
     #[arg(long, value_name = "N", value_parser = value_parser!(u16).range(1..=1024))]

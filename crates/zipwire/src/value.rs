@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use http::uri::Authority;
+use zipwire_proxy::Upstream;
 
 /// Units a duration may carry, largest first (the printer picks the largest exact one).
 const DURATION_UNITS: &[(&str, Duration)] = &[
@@ -87,43 +88,49 @@ pub fn format_size(bytes: u64) -> String {
         .expect("every size is a whole number of bytes")
 }
 
-/// An upstream URL: `http://HOST:PORT` (port 80 when left out), with no path, query or user
-/// info. `https://` is refused with its own message: TLS to upstreams is not supported yet.
-pub fn parse_upstream(text: &str) -> Result<Authority, String> {
+/// An upstream URL: `http://HOST:PORT` (port 80 when left out) or `https://HOST:PORT` (port
+/// 443), with no path, query or user info.
+pub fn parse_upstream(text: &str) -> Result<Upstream, String> {
     let trimmed = text.trim();
-    let Some(rest) = strip_prefix_ignore_case(trimmed, "http://") else {
-        if strip_prefix_ignore_case(trimmed, "https://").is_some() {
-            return Err(format!(
-                "'{text}' uses https, but TLS to upstreams is not supported yet: use http://"
-            ));
-        }
-        return Err(format!("'{text}' is not an http:// URL"));
-    };
+    let (rest, default_port, https) =
+        if let Some(rest) = strip_prefix_ignore_case(trimmed, "http://") {
+            (rest, 80, false)
+        } else if let Some(rest) = strip_prefix_ignore_case(trimmed, "https://") {
+            (rest, 443, true)
+        } else {
+            return Err(format!("'{text}' is not an http:// or https:// URL"));
+        };
     let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
     if !path.is_empty() && path != "/" {
         return Err(format!(
-            "'{text}' has a path, query or fragment: an upstream is only http://HOST:PORT"
+            "'{text}' has a path, query or fragment: an upstream is only http(s)://HOST:PORT"
         ));
     }
     if authority.contains('@') {
         return Err(format!(
-            "'{text}' has user info: an upstream is only http://HOST:PORT"
+            "'{text}' has user info: an upstream is only http(s)://HOST:PORT"
         ));
     }
+    let no_host = || format!("'{text}' does not name a host (http(s)://HOST:PORT)");
     let parsed: Authority = authority
         .parse()
         .ok()
         .filter(|parsed: &Authority| !parsed.host().is_empty())
-        .ok_or_else(|| format!("'{text}' does not name a host (http://HOST:PORT)"))?;
+        .ok_or_else(no_host)?;
     // `host()` keeps an IPv6 address's brackets, so anything after it is `:PORT`.
     let has_port = parsed.as_str().len() > parsed.host().len();
-    match parsed.port_u16() {
-        Some(1..) => Ok(parsed),
-        None if !has_port => format!("{}:80", parsed.host())
+    let authority = match parsed.port_u16() {
+        Some(1..) => parsed,
+        None if !has_port => format!("{}:{default_port}", parsed.host())
             .parse()
-            .map_err(|_| format!("'{text}' does not name a host (http://HOST:PORT)")),
-        _ => Err(format!("'{text}' has no valid port (1-65535)")),
-    }
+            .map_err(|_| no_host())?,
+        _ => return Err(format!("'{text}' has no valid port (1-65535)")),
+    };
+    Ok(if https {
+        Upstream::https(authority)
+    } else {
+        Upstream::http(authority)
+    })
 }
 
 /// An IP address and port: `127.0.0.1:8080`, `[::1]:8080`. Host names are not resolved.
@@ -171,6 +178,7 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zipwire_proxy::UpstreamScheme;
 
     #[test]
     fn durations() {
@@ -252,22 +260,31 @@ mod tests {
             ("http://origin.example", "origin.example:80"),
             ("http://[::1]:9000", "[::1]:9000"),
             ("http://[::1]", "[::1]:80"),
+            ("https://origin.example", "origin.example:443"),
+            ("HTTPS://origin.example:8443/", "origin.example:8443"),
         ];
         for (text, expected) in rows {
-            let authority = parse_upstream(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(authority.as_str(), *expected, "{text}");
+            let upstream = parse_upstream(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(upstream.authority.as_str(), *expected, "{text}");
+            let https = text.to_ascii_lowercase().starts_with("https");
+            let scheme = if https {
+                UpstreamScheme::Https
+            } else {
+                UpstreamScheme::Http
+            };
+            assert_eq!(upstream.scheme, scheme, "{text}");
         }
     }
 
     #[test]
     fn bad_upstreams() {
         let rows: &[(&str, &str)] = &[
-            ("ftp://x", "'ftp://x' is not an http:// URL"),
-            ("127.0.0.1:9000", "'127.0.0.1:9000' is not an http:// URL"),
+            ("ftp://x", "'ftp://x' is not an http:// or https:// URL"),
             (
-                "https://origin:443",
-                "'https://origin:443' uses https, but TLS to upstreams is not supported yet: use http://",
+                "127.0.0.1:9000",
+                "'127.0.0.1:9000' is not an http:// or https:// URL",
             ),
+            ("https://origin/app", "has a path"),
             ("http://origin/app", "has a path"),
             ("http://origin?x=1", "has a path, query or fragment"),
             ("http://user@origin", "has user info"),

@@ -113,9 +113,9 @@ fn a_missing_file_is_an_error() {
 
 #[test]
 fn a_bad_flag_is_a_usage_error() {
-    let output = check(&["--upstream", "https://origin"], None);
+    let output = check(&["--upstream", "https://origin/app"], None);
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output.stderr).contains("TLS to upstreams is not supported yet"));
+    assert!(text(&output.stderr).contains("has a path"));
 }
 
 // TLS: --check reads the certificates, and the running proxy reloads them on SIGHUP.

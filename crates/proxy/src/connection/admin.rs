@@ -67,6 +67,8 @@ impl AdminState {
             active_connections: load(&c.active_connections),
             tls_handshakes: load(&c.tls_handshakes),
             tls_handshake_failures: load(&c.tls_handshake_failures),
+            upgrades: load(&c.upgrades),
+            active_upgrades: load(&c.active_upgrades),
             errors: Errors {
                 client: load(&c.errors.client),
                 upstream: load(&c.errors.upstream),

@@ -32,6 +32,7 @@ use tracing::{debug, debug_span, Instrument};
 use crate::connection::cork::MoreToCome;
 use crate::connection::graceful::Watcher;
 use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
+use crate::connection::tunnel::{ClientLink, TunnelSlot};
 use crate::counters::Counters;
 use crate::exchange::service::Proxy;
 use crate::settings::ProxyConfig;
@@ -184,7 +185,11 @@ impl Connection {
                 },
                 known => known,
             };
-            let connection = self.connection(&protocols, watcher, stream, protocol, more);
+            // Where a request that upgrades the connection leaves its tunnel, run below once
+            // hyper hands the connection over (HTTP/1 only).
+            let tunnel = TunnelSlot::default();
+            let connection =
+                self.connection(&protocols, watcher, stream, protocol, more, tunnel.clone());
             match connection.await {
                 Ok(()) => debug!("closed"),
                 // Parse errors, timeouts and aborted bodies end here; hyper has already
@@ -194,6 +199,8 @@ impl Connection {
                     debug!(%error, "connection ended with an error");
                 }
             }
+            // An upgraded connection lives on as a tunnel, still holding its permit.
+            tunnel.run().await;
             // `self` is dropped here, or where the task is aborted at the end of shutdown.
             drop(self);
         }
@@ -207,6 +214,7 @@ impl Connection {
         stream: Prefixed<TimedStream<S>>,
         protocol: Protocol,
         more: MoreToCome,
+        tunnel: TunnelSlot,
     ) -> Serving
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -228,12 +236,13 @@ impl Connection {
             } else {
                 more.clone()
             };
+            let client = ClientLink::new(&phases, &tunnel);
             let served = phases.serve();
             let hsts = hsts.clone();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
             async move {
-                let mut response = proxy.handle(request, peer, more).await;
+                let mut response = proxy.handle(request, peer, more, client).await;
                 if let Some(value) = hsts {
                     response
                         .headers_mut()

@@ -26,7 +26,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -34,10 +34,14 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
+use crate::connection::interim::Interim;
+
 /// Where a client connection stands, shared by its reads and its requests.
 #[derive(Clone, Debug)]
 pub(crate) struct Phases {
     shared: Arc<Mutex<Shared>>,
+    /// Interim responses written on the connection's stream beside hyper.
+    interim: Interim,
     header_read: Duration,
     idle: Duration,
 }
@@ -66,6 +70,8 @@ enum Phase {
     Busy,
     /// Waiting for the next request since the last response ended.
     Idle(Instant),
+    /// Upgraded: the stream belongs to a tunnel, which has its own idle timeout, for good.
+    Tunnel,
 }
 
 impl Phases {
@@ -80,6 +86,7 @@ impl Phases {
                 closer: None,
                 reader: None,
             })),
+            interim: Interim::default(),
             header_read,
             idle,
         }
@@ -94,12 +101,22 @@ impl Phases {
         self.lock().multiplexed = true;
     }
 
+    /// The connection's interim responses, shared with its stream.
+    pub(crate) fn interim(&self) -> Interim {
+        self.interim.clone()
+    }
+
     /// A request head was read whole: the request is served until `Served` is dropped.
     pub(crate) fn serve(&self) -> Served {
         let mut shared = self.lock();
         shared.open += 1;
         shared.phase = Phase::Busy;
         Served(self.clone())
+    }
+
+    /// The connection was upgraded: no read deadline from now on, whatever else ends.
+    pub(crate) fn tunnel(&self) {
+        self.lock().phase = Phase::Tunnel;
     }
 
     fn read_some(&self) {
@@ -143,6 +160,7 @@ impl Phases {
                 shared.reader = Some(waker.clone());
                 None
             }
+            Phase::Tunnel => None,
         }
     }
 
@@ -180,7 +198,9 @@ impl Drop for Served {
             if shared.open > 0 {
                 return;
             }
-            shared.phase = Phase::Idle(Instant::now());
+            if shared.phase != Phase::Tunnel {
+                shared.phase = Phase::Idle(Instant::now());
+            }
             shared.reader.take()
         };
         if let Some(reader) = reader {
@@ -290,7 +310,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let this = &mut *self;
+        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -298,19 +320,27 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
     }
 
+    /// Writes the interim heads queued first (see [`crate::connection::interim`] for why
+    /// only here).
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let this = &mut *self;
+        ready!(this.phases.interim.poll_drain(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let this = &mut *self;
+        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
 

@@ -5,8 +5,9 @@
 //! [`listener`]; [`tls`] terminates TLS on the TLS listeners (certificates by SNI, reloads,
 //! the handshake timeout); [`http`] speaks HTTP/1.1 or HTTP/2 on one client's stream
 //! (hyper's servers); [`keepalive`] bounds the gaps between requests and the reading of one
-//! head; [`graceful`] closes them at shutdown; [`cork`] lets the kernel know more of a
-//! response follows; [`admin`]
+//! head; [`interim`] writes `103 Early Hints` beside hyper; [`tunnel`] joins an upgraded
+//! connection to its upstream; [`graceful`] closes connections at shutdown; [`cork`] lets
+//! the kernel know more of a response follows; [`admin`]
 //! is the operators' listener (`/stats`, `/metrics`). Each request that a connection reads
 //! is handed to [`crate::exchange`].
 
@@ -14,7 +15,9 @@ pub(crate) mod admin;
 pub(crate) mod cork;
 pub(crate) mod graceful;
 pub(crate) mod http;
+pub(crate) mod interim;
 pub(crate) mod keepalive;
 pub(crate) mod listener;
 pub(crate) mod server;
 pub(crate) mod tls;
+pub(crate) mod tunnel;

@@ -50,7 +50,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// # async fn example() -> Result<(), zipwire_proxy::ProxyError> {
 /// use zipwire_proxy::{ProxyConfig, Server, Upstream};
 ///
-/// let upstream = Upstream { authority: http::uri::Authority::from_static("127.0.0.1:9000") };
+/// let upstream = Upstream::http(http::uri::Authority::from_static("127.0.0.1:9000"));
 /// let config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), vec![upstream]);
 /// let server = Server::bind(config).await?;
 /// println!("listening on {}", server.local_addr());

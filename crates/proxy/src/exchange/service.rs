@@ -33,6 +33,7 @@ use zipwire_codec::{Format, Level, Limits};
 
 use crate::config::Rules;
 use crate::connection::cork::MoreToCome;
+use crate::connection::tunnel::{self, ClientLink};
 use crate::counters::{protocol_name, Counters};
 use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
@@ -43,6 +44,7 @@ use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
 use crate::exchange::forward::{self, ViaEntries};
 use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::upgrade;
 use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
 use crate::settings::ProxyConfig;
 use zipwire_adapt::{MemoryGate, Permit};
@@ -67,6 +69,8 @@ pub(crate) struct Proxy {
     ///
     /// [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
     max_head: usize,
+    /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle).
+    upgrade_idle: std::time::Duration,
 }
 
 impl Proxy {
@@ -93,7 +97,12 @@ impl Proxy {
             entries
         });
         Proxy {
-            upstreams: Upstreams::new(&config.upstreams, config.down_time, &config.timeouts),
+            upstreams: Upstreams::new(
+                &config.upstreams,
+                &config.upstream_roots,
+                config.down_time,
+                &config.timeouts,
+            ),
             rules,
             level: compression.level,
             flush: compression.flush,
@@ -109,18 +118,21 @@ impl Proxy {
             throttle,
             memory,
             max_head: config.limits.max_header_bytes,
+            upgrade_idle: config.timeouts.upgrade_idle,
         }
     }
 
-    /// Serves one request from a client at `peer`, through every phase.
+    /// Serves one request from a client at `peer`, through every phase; `client` takes the
+    /// interim responses and a tunnel, if the request opens one.
     pub(crate) async fn handle(
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
         more: MoreToCome,
+        client: ClientLink,
     ) -> Response<ResponseBody> {
         let version = request.version();
-        let mut response = self.respond(request, peer, more).await;
+        let mut response = self.respond(request, peer, more, client).await;
         set_version(&mut response, version);
         response
     }
@@ -131,9 +143,10 @@ impl Proxy {
         request: Request<Incoming>,
         peer: SocketAddr,
         more: MoreToCome,
+        client: ClientLink,
     ) -> Response<ResponseBody> {
         Counters::bump(&self.counters.requests);
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         self.counters.requests_by_protocol.add(parts.version);
         let mut log = AccessLog::new(
             parts.method.clone(),
@@ -149,11 +162,42 @@ impl Proxy {
             Ok(facts) => facts,
             Err(error) => return self.error_response(&error, log),
         };
-        let head = match self.upstream_request_filter(&parts, peer) {
+        let mut head = match self.upstream_request_filter(&parts, peer) {
             Ok(head) => head,
             Err(error) => return self.error_response(&error, log),
         };
-        let response = match self.upstreams.send(head, body).await {
+        // A WebSocket handshake goes on a connection of its own, and a 101 turns the client
+        // connection into a tunnel; any other answer is an ordinary response.
+        let websocket = upgrade::websocket(&parts).and_then(|protocol| {
+            let on_client = parts.extensions.remove::<hyper::upgrade::OnUpgrade>()?;
+            Some((protocol, on_client))
+        });
+        let sent = match websocket {
+            Some((protocol, on_client)) => {
+                upgrade::ask_to_switch(&mut head.headers, protocol);
+                match self.upstreams.send_upgrade(head, body).await {
+                    Ok(response) if response.status() == StatusCode::SWITCHING_PROTOCOLS => {
+                        return self.switch(response, on_client, &client, log);
+                    }
+                    sent => sent,
+                }
+            }
+            None => {
+                // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client (nor as an HTTP/1.1 head
+                // inside another protocol).
+                let interim = (parts.version == Version::HTTP_11).then(|| client.interim());
+                if let Some(interim) = &interim {
+                    interim.open();
+                }
+                head.interim = interim.clone();
+                let sent = self.upstreams.send(head, body).await;
+                if let Some(interim) = &interim {
+                    interim.close().await;
+                }
+                sent
+            }
+        };
+        let response = match sent {
             Ok(response) => response,
             Err(error) => return self.error_response(&error, log),
         };
@@ -174,6 +218,35 @@ impl Proxy {
         };
         body.cork_between_calls(more);
         Response::from_parts(head, body)
+    }
+
+    /// The upstream switched protocols: the `101` goes to the client with the two fields
+    /// that say so, and the connection is left to a tunnel once hyper has written it. Never
+    /// compressed: the bytes that follow are not HTTP.
+    fn switch(
+        &self,
+        mut response: Response<UpstreamBody>,
+        on_client: hyper::upgrade::OnUpgrade,
+        client: &ClientLink,
+        mut log: AccessLog,
+    ) -> Response<ResponseBody> {
+        let on_upstream = hyper::upgrade::on(&mut response);
+        let (mut head, _) = response.into_parts();
+        let protocol = head.headers.get(http::header::UPGRADE).cloned();
+        forward::strip_hop_by_hop(&mut head.headers);
+        if let Some(protocol) = protocol {
+            upgrade::ask_to_switch(&mut head.headers, protocol);
+        }
+        Counters::bump(&self.counters.upgrades);
+        debug!("upgraded, tunnel opens");
+        client.hand_over(tunnel::run(
+            on_client,
+            on_upstream,
+            self.upgrade_idle,
+            self.counters.clone(),
+        ));
+        log.set_status(head.status);
+        Response::from_parts(head, ResponseBody::empty(log))
     }
 
     /// Phase 1: refuses requests a reverse proxy does not forward and reads the facts the
@@ -243,6 +316,7 @@ impl Proxy {
             method: request.method.clone(),
             target,
             headers,
+            interim: None,
         })
     }
 

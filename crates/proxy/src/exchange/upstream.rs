@@ -18,17 +18,20 @@ use std::time::{Duration, Instant};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, Method, Request, Response, Uri};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tower_service::Service as _;
 use tracing::{debug, warn};
 
+use crate::connection::interim::Interim;
 use crate::error::ProxyError;
+use crate::exchange::connector::UpstreamConnector;
 use crate::exchange::forward;
 use crate::exchange::read_timeout::ReadTimeout;
 use crate::exchange::replay::{Replay, ReplayBody};
 use crate::exchange::request_body::{self, RequestBody, Sent};
-use crate::settings::{Timeouts, Upstream};
+use crate::exchange::upgrade;
+use crate::settings::{Timeouts, Upstream, UpstreamRoots, UpstreamScheme};
 
 /// Read-buffer limit per upstream connection.
 const UPSTREAM_BUF_SIZE: usize = 16 * 1024;
@@ -41,7 +44,9 @@ pub(crate) type UpstreamBody = ReadTimeout<Incoming>;
 #[derive(Debug)]
 pub(crate) struct Upstreams {
     members: Members,
-    client: Client<HttpConnector, ReplayBody<RequestBody>>,
+    client: Client<UpstreamConnector, ReplayBody<RequestBody>>,
+    /// The connector again, for upgrades: each takes a fresh connection of its own.
+    connector: UpstreamConnector,
     response_timeout: Duration,
     client_body_timeout: Duration,
 }
@@ -55,24 +60,31 @@ pub(crate) struct Head {
     pub(crate) target: PathAndQuery,
     /// The request headers, already filtered for upstream.
     pub(crate) headers: HeaderMap,
+    /// Where the upstream's interim (1xx) responses go, if the client can take them.
+    pub(crate) interim: Option<Interim>,
 }
 
 impl Upstreams {
-    /// The pool for `servers`, with the connect, idle and response timeouts of `timeouts`.
-    pub(crate) fn new(servers: &[Upstream], down_time: Duration, timeouts: &Timeouts) -> Upstreams {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(timeouts.upstream_connect));
-        connector.set_nodelay(true);
+    /// The pool for `servers`, with the connect, idle and response timeouts of `timeouts`;
+    /// `https://` servers are verified against `roots`.
+    pub(crate) fn new(
+        servers: &[Upstream],
+        roots: &UpstreamRoots,
+        down_time: Duration,
+        timeouts: &Timeouts,
+    ) -> Upstreams {
+        let connector = UpstreamConnector::new(servers, roots, timeouts);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(timeouts.idle)
             // Upstream bodies are streamed: a read buffer past this only holds memory.
             .http1_max_buf_size(UPSTREAM_BUF_SIZE)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
-            .build(connector);
+            .build(connector.clone());
         Upstreams {
             members: Members::new(servers, down_time, Instant::now()),
             client,
+            connector,
             response_timeout: timeouts.upstream_response,
             client_body_timeout: timeouts.client_body,
         }
@@ -109,14 +121,17 @@ impl Upstreams {
                 return Err(ProxyError::AllDown);
             };
             tried.push(index);
-            let authority = self.members.authority(index).clone();
+            let (scheme, authority) = self.members.address(index);
             let last = tried.len() == attempts;
             let headers = if last {
                 std::mem::take(&mut head.headers)
             } else {
                 head.headers.clone()
             };
-            let request = build(&head.method, &authority, &head.target, headers, &replay)?;
+            let mut request = build(scheme, &authority, &head, headers, replay.attempt())?;
+            if let Some(interim) = &head.interim {
+                interim.register(&mut request);
+            }
             let outcome = answer_within(
                 self.client.request(request),
                 &mut sent,
@@ -142,7 +157,7 @@ impl Upstreams {
                 }
                 Ok(Err(error)) if error.is_connect() => {
                     self.members.mark_down(index, Instant::now());
-                    warn!(upstream = %authority, error = %error, "connect failed, marked down");
+                    warn!(upstream = %authority, error = %Chain(&error), "connect failed, marked down");
                     let failure = ProxyError::Connect {
                         upstream: authority,
                         source: error.into(),
@@ -162,6 +177,95 @@ impl Upstreams {
                     })
                 }
             }
+        }
+    }
+}
+
+impl Upstreams {
+    /// Sends an upgrade request (a WebSocket handshake, RFC 6455 §4.1) to the next upstream
+    /// that is up, on a connection of its own, never taken from the pool nor returned to it:
+    /// after a `101` the connection belongs to the tunnel, and after any other answer it
+    /// closes with its response. One attempt: a handshake is a GET, but the client retries it
+    /// itself. The answer's time limit and error mapping are those of [`Upstreams::send`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Upstreams::send`], and [`ProxyError::Upstream`] for a `101` that does not switch
+    /// to WebSocket (RFC 9110 §7.8: the `Upgrade` of a 101 names the protocol switched to).
+    pub(crate) async fn send_upgrade(
+        &self,
+        head: Head,
+        body: Incoming,
+    ) -> Result<Response<UpstreamBody>, ProxyError> {
+        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
+        let Some(index) = self.members.pick(Instant::now(), &[]) else {
+            return Err(ProxyError::AllDown);
+        };
+        let (scheme, authority) = self.members.address(index);
+        let mut request = build(scheme, &authority, &head, head.headers.clone(), body)?;
+        // The connector routes by the absolute URI; the request line carries the path.
+        let uri = std::mem::replace(request.uri_mut(), Uri::from(head.target.clone()));
+        let io = match self.connector.clone().call(uri).await {
+            Ok(io) => io,
+            Err(error) => {
+                self.members.mark_down(index, Instant::now());
+                warn!(upstream = %authority, error = %Chain(error.as_ref()), "connect failed, marked down");
+                return Err(ProxyError::Connect {
+                    upstream: authority,
+                    source: error,
+                });
+            }
+        };
+        let upstream_error = |authority: &Authority, error: hyper::Error| ProxyError::Upstream {
+            upstream: authority.clone(),
+            source: error.into(),
+        };
+        let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+            .max_buf_size(UPSTREAM_BUF_SIZE)
+            .handshake(io)
+            .await
+            .map_err(|error| upstream_error(&authority, error))?;
+        tokio::spawn(async move {
+            // Ends with the response (the connection is not kept), or hands the connection
+            // to the tunnel after a 101.
+            if let Err(error) = connection.with_upgrades().await {
+                debug!(%error, "upgrade connection to upstream ended");
+            }
+        });
+        match answer_within(
+            sender.send_request(request),
+            &mut sent,
+            self.response_timeout,
+        )
+        .await
+        {
+            Ok(Ok(response))
+                if response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+                    && !response
+                        .headers()
+                        .get(http::header::UPGRADE)
+                        .is_some_and(upgrade::is_websocket) =>
+            {
+                Err(ProxyError::Upstream {
+                    upstream: authority,
+                    source: "101 switching to another protocol than websocket".into(),
+                })
+            }
+            Ok(Ok(response)) => {
+                let limit = self.response_timeout;
+                Ok(response.map(|body| ReadTimeout::new(body, authority, limit)))
+            }
+            Err(_) => Err(ProxyError::UpstreamTimeout {
+                upstream: authority,
+                after: self.response_timeout,
+            }),
+            Ok(Err(error)) => Err(match request_body::client_failure(error.into()) {
+                Ok(client) => client,
+                Err(source) => ProxyError::Upstream {
+                    upstream: authority,
+                    source,
+                },
+            }),
         }
     }
 }
@@ -190,26 +294,43 @@ pub(crate) fn is_idempotent(method: &Method) -> bool {
 }
 
 /// One attempt's request, with an absolute URI the client routes by.
-fn build(
-    method: &Method,
+pub(crate) fn build<B>(
+    scheme: &Scheme,
     authority: &Authority,
-    target: &PathAndQuery,
+    head: &Head,
     headers: HeaderMap,
-    replay: &Replay<RequestBody>,
-) -> Result<Request<ReplayBody<RequestBody>>, ProxyError> {
+    body: B,
+) -> Result<Request<B>, ProxyError> {
     let uri = Uri::builder()
-        .scheme(Scheme::HTTP)
+        .scheme(scheme.clone())
         .authority(authority.clone())
-        .path_and_query(target.clone())
+        .path_and_query(head.target.clone())
         .build()
         .map_err(|_| ProxyError::BadRequest {
             reason: "request target cannot be forwarded",
         })?;
-    let mut request = Request::new(replay.attempt());
-    *request.method_mut() = method.clone();
+    let mut request = Request::new(body);
+    *request.method_mut() = head.method.clone();
     *request.uri_mut() = uri;
     *request.headers_mut() = headers;
     Ok(request)
+}
+
+/// An error with its causes, for a log line: hyper-util's client error says only "client
+/// error (Connect)", the reason (a refused connection, a certificate for another name) is
+/// in its sources.
+pub(crate) struct Chain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
 }
 
 /// The servers and their down marks, without the client. Server indices come from
@@ -224,6 +345,7 @@ struct Members {
 
 #[derive(Debug)]
 struct Member {
+    scheme: Scheme,
     authority: Authority,
     /// Nanoseconds after `Members::epoch` until which the server is skipped; 0 when up.
     down_until: AtomicU64,
@@ -235,6 +357,10 @@ impl Members {
             servers: servers
                 .iter()
                 .map(|server| Member {
+                    scheme: match server.scheme {
+                        UpstreamScheme::Http => Scheme::HTTP,
+                        UpstreamScheme::Https => Scheme::HTTPS,
+                    },
                     authority: server.authority.clone(),
                     down_until: AtomicU64::new(0),
                 })
@@ -245,8 +371,10 @@ impl Members {
         }
     }
 
-    fn authority(&self, index: usize) -> &Authority {
-        &self.servers[index].authority
+    /// Server `index`'s scheme and authority.
+    fn address(&self, index: usize) -> (&Scheme, Authority) {
+        let server = &self.servers[index];
+        (&server.scheme, server.authority.clone())
     }
 
     /// The next server in round-robin order that is up at `now` and not in `tried`.
@@ -286,9 +414,7 @@ mod tests {
 
     fn members(count: usize, epoch: Instant) -> Members {
         let servers: Vec<Upstream> = (0..count)
-            .map(|i| Upstream {
-                authority: Authority::try_from(format!("10.0.0.{i}:80")).expect("valid"),
-            })
+            .map(|i| Upstream::http(Authority::try_from(format!("10.0.0.{i}:80")).expect("valid")))
             .collect();
         Members::new(&servers, Duration::from_secs(10), epoch)
     }

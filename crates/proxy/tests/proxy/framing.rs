@@ -4,6 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
+
 use crate::raw::*;
 use crate::support::*;
 
@@ -83,7 +85,7 @@ async fn an_http_10_origin_does_not_downgrade_an_http_11_client() {
         let reply = reply.clone();
         async move {
             if conn.read_head().await.is_some() {
-                let _ = tokio::io::AsyncWriteExt::write_all(&mut conn.stream, &reply).await;
+                let _ = conn.stream.write_all(&reply).await;
             }
         }
     })
@@ -218,9 +220,7 @@ async fn client_body_errors_are_the_clients() {
         .send(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n")
         .await;
     client.send(&html(5_000)).await;
-    tokio::io::AsyncWriteExt::shutdown(&mut client.stream)
-        .await
-        .expect("half-close");
+    client.stream.shutdown().await.expect("half-close");
     let response = client.response(false).await;
     assert_eq!(response.status(), 400, "{}", response.head);
     assert_eq!(Proxy::count(&proxy.stats.errors.client), 3);
@@ -251,14 +251,82 @@ async fn a_response_after_early_hints_arrives_whole() {
     let origin = RawOrigin::replying(reply).await;
     let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
     let mut client = RawClient::connect(proxy.addr).await;
+    // See: issue 21 (103 Early Hints pass through to HTTP/1.1 clients).
     client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let hints = client.response(false).await;
+    assert_eq!(hints.status(), 103, "{}", hints.head);
+    assert_eq!(hints.field("link"), Some("</style.css>; rel=preload"));
     let passed = client.response(false).await;
     assert_eq!(passed.status(), 200, "{}", passed.head);
     assert_eq!(passed.body, body);
     client
         .send(b"GET /b HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
         .await;
+    assert_eq!(client.response(false).await.status(), 103);
     let compressed = client.response(false).await;
     assert_eq!(compressed.status(), 200, "{}", compressed.head);
     assert_eq!(gunzip(&compressed.body), body);
+    // RFC 9110 §15.2: never a 1xx to an HTTP/1.0 client.
+    let mut old = RawClient::connect(proxy.addr).await;
+    old.send(b"GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        .await;
+    let final_only = old.response(false).await;
+    assert_eq!(final_only.status(), 200, "{}", final_only.head);
+    assert_eq!(final_only.body, body);
+}
+
+#[tokio::test]
+async fn early_hints_come_before_a_late_final_response_and_after_the_one_before() {
+    let body = html(3_000);
+    let origin = RawOrigin::start(move |mut conn| {
+        let body = body.clone();
+        async move {
+            while conn.read_head().await.is_some() {
+                let hints = b"HTTP/1.1 103 Early Hints\r\nLink: </app.js>; rel=preload\r\n\r\n";
+                if conn.stream.write_all(hints).await.is_err() {
+                    return;
+                }
+                // The final response takes a while: the hints are worth their own write.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                if conn.stream.write_all(head.as_bytes()).await.is_err()
+                    || conn.stream.write_all(&body).await.is_err()
+                {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let expected = html(3_000);
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let started = std::time::Instant::now();
+    let hints = client.response(false).await;
+    assert_eq!(hints.status(), 103, "{}", hints.head);
+    assert_eq!(hints.field("link"), Some("</app.js>; rel=preload"));
+    // The hints went out before the upstream's final response existed.
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+    let first = client.response(false).await;
+    assert_eq!(first.status(), 200, "{}", first.head);
+    assert_eq!(first.body, expected);
+    // Two requests pipelined: each one's hints follow the previous response whole.
+    client
+        .send(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    for _ in 0..2 {
+        let hints = client.response(false).await;
+        assert_eq!(hints.status(), 103, "{}", hints.head);
+        let whole = client.response(false).await;
+        assert_eq!(whole.status(), 200, "{}", whole.head);
+        assert_eq!(whole.body, expected);
+    }
 }

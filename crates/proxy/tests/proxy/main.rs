@@ -20,4 +20,6 @@ mod timeouts;
 mod tls;
 mod tls_abuse;
 mod tls_support;
+mod tls_upstream;
+mod upgrade;
 mod upstreams;

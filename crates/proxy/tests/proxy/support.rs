@@ -187,9 +187,7 @@ impl Drop for Origin {
 }
 
 pub fn upstream(addr: SocketAddr) -> Upstream {
-    Upstream {
-        authority: addr.to_string().parse().expect("valid authority"),
-    }
+    Upstream::http(addr.to_string().parse().expect("valid authority"))
 }
 
 /// An address nothing listens on (bound, then closed).

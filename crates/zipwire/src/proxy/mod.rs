@@ -139,7 +139,7 @@ fn flags(args: &ProxyArgs) -> RawConfig {
         upstreams: (!args.upstreams.is_empty()).then(|| {
             args.upstreams
                 .iter()
-                .map(|authority| format!("http://{authority}"))
+                .map(|upstream| upstream.to_string())
                 .collect()
         }),
         threads: args.threads.map(i64::from),

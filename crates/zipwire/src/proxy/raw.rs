@@ -27,6 +27,8 @@ pub struct RawConfig {
     pub admin: Option<String>,
     /// `access_log`: one log line per request.
     pub access_log: Option<bool>,
+    /// `upstream_ca_file`: PEM certificates `https://` upstreams are verified against.
+    pub upstream_ca_file: Option<String>,
     /// `[compression]`.
     #[serde(default)]
     pub compression: RawCompression,
@@ -166,6 +168,8 @@ pub struct RawTimeouts {
     pub idle: Option<Quantity>,
     /// `shutdown_grace`.
     pub shutdown_grace: Option<Quantity>,
+    /// `upgrade_idle`.
+    pub upgrade_idle: Option<Quantity>,
 }
 
 /// `[limits]`.
@@ -225,6 +229,7 @@ impl RawConfig {
             down_time: top.down_time.or(self.down_time),
             admin: top.admin.or(self.admin),
             access_log: top.access_log.or(self.access_log),
+            upstream_ca_file: top.upstream_ca_file.or(self.upstream_ca_file),
             compression: RawCompression {
                 level: top.compression.level.or(self.compression.level),
                 min_length: top.compression.min_length.or(self.compression.min_length),
@@ -266,6 +271,7 @@ impl RawConfig {
                     .or(self.timeouts.upstream_response),
                 idle: top.timeouts.idle.or(self.timeouts.idle),
                 shutdown_grace: top.timeouts.shutdown_grace.or(self.timeouts.shutdown_grace),
+                upgrade_idle: top.timeouts.upgrade_idle.or(self.timeouts.upgrade_idle),
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use zipwire_proxy::{ProxyConfig, Tls};
+use zipwire_proxy::{ProxyConfig, Tls, UpstreamRoots};
 
 use crate::value::{format_duration, format_size};
 
@@ -30,7 +30,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     let upstreams: Vec<String> = config
         .upstreams
         .iter()
-        .map(|upstream| quote(&format!("http://{}", upstream.authority)))
+        .map(|upstream| quote(&upstream.to_string()))
         .collect();
     writeln!(out, "upstreams = [{}]", upstreams.join(", "))?;
     writeln!(out, "threads = {}", config.threads)?;
@@ -44,6 +44,14 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         None => writeln!(out, "# admin: off")?,
     }
     writeln!(out, "access_log = {}", config.access_log)?;
+    match &config.upstream_roots {
+        UpstreamRoots::CaFile { path, certificates } => {
+            let path = path.display().to_string();
+            writeln!(out, "# {} certificates", certificates.len())?;
+            writeln!(out, "upstream_ca_file = {}", quote(&path))?;
+        }
+        _ => writeln!(out, "# upstream_ca_file: the system's certificate store")?,
+    }
 
     let compression = &config.compression;
     writeln!(out, "\n[compression]")?;
@@ -120,6 +128,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         ("upstream_response", timeouts.upstream_response),
         ("idle", timeouts.idle),
         ("shutdown_grace", timeouts.shutdown_grace),
+        ("upgrade_idle", timeouts.upgrade_idle),
     ] {
         writeln!(out, "{key} = {}", quote(&format_duration(duration)))?;
     }

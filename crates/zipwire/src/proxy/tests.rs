@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use zipwire_codec::Level;
-use zipwire_proxy::{Coding, ProxyConfig, Upstream};
+use zipwire_proxy::{Coding, ProxyConfig, Upstream, UpstreamRoots};
 
 use super::raw::RawConfig;
 use super::typed::DEFAULT_LISTEN;
@@ -23,9 +23,7 @@ fn typed(text: &str) -> Result<ProxyConfig, String> {
 }
 
 fn upstream(authority: &str) -> Upstream {
-    Upstream {
-        authority: authority.parse().expect("valid test authority"),
-    }
+    Upstream::http(authority.parse().expect("valid test authority"))
 }
 
 /// `ProxyConfig` has no `PartialEq`; its `Debug` output shows every field.
@@ -90,7 +88,9 @@ fn example_shows_every_key() {
         !debug.contains("None"),
         "a key is missing from the example: {debug}"
     );
-    // And the uncommented values are valid too.
+    // And the uncommented values are valid too (the CA file is the operator's, not here).
+    let mut raw = raw;
+    raw.upstream_ca_file = None;
     let config = ProxyConfig::try_from(raw).expect("uncommented example is valid");
     assert_eq!(config.threads, 4);
     assert_eq!(config.admin, Some("127.0.0.1:9901".parse().expect("addr")));
@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 41);
+    assert_eq!(example.len(), 43);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -132,7 +132,7 @@ fn every_key_is_applied() {
     let config = typed(
         r#"
         listen = "0.0.0.0:80"
-        upstreams = ["http://a:81", "http://b"]
+        upstreams = ["http://a:81", "http://b", "https://c"]
         threads = 3
         down_time = "30s"
         admin = "127.0.0.1:9901"
@@ -163,6 +163,7 @@ fn every_key_is_applied() {
         upstream_response = "2m"
         idle = "90s"
         shutdown_grace = "0s"
+        upgrade_idle = "30m"
         [limits]
         max_header_bytes = "16k"
         max_connections = 500
@@ -180,7 +181,11 @@ fn every_key_is_applied() {
         config.listen,
         ["0.0.0.0:80".parse::<SocketAddr>().expect("addr")]
     );
-    assert_eq!(config.upstreams, [upstream("a:81"), upstream("b:80")]);
+    let https = Upstream::https("c:443".parse().expect("valid"));
+    assert_eq!(
+        config.upstreams,
+        [upstream("a:81"), upstream("b:80"), https]
+    );
     assert_eq!(config.threads, 3);
     assert_eq!(config.down_time, Duration::from_secs(30));
     assert_eq!(config.admin, Some("127.0.0.1:9901".parse().expect("addr")));
@@ -211,6 +216,7 @@ fn every_key_is_applied() {
     assert_eq!(t.upstream_response, Duration::from_secs(120));
     assert_eq!(t.idle, Duration::from_secs(90));
     assert_eq!(t.shutdown_grace, Duration::ZERO);
+    assert_eq!(t.upgrade_idle, Duration::from_secs(1800));
     assert_eq!(config.limits.max_header_bytes, 16 * 1024);
     assert_eq!(config.limits.max_connections, 500);
     let h = &config.http2;
@@ -222,6 +228,30 @@ fn every_key_is_applied() {
     assert_eq!(h.ping_timeout, Duration::from_secs(5));
 
     // --check's output reads back to the same configuration.
+    let again = typed(&render(&config)).expect("rendered config is valid");
+    assert!(same(&config, &again), "{}", render(&config));
+}
+
+#[test]
+fn a_ca_file_is_read_and_rendered_back() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    zipwire_tunnel::keygen::keygen(dir.path(), false).expect("a certificate");
+    let path = dir.path().join("cert.pem");
+    let text = format!(
+        "upstreams = [\"https://origin\"]\nupstream_ca_file = {:?}\n",
+        path.display().to_string()
+    );
+    let config = typed(&text).expect("valid");
+    match &config.upstream_roots {
+        UpstreamRoots::CaFile {
+            path: read,
+            certificates,
+        } => {
+            assert_eq!(read, &path);
+            assert_eq!(certificates.len(), 1);
+        }
+        other => panic!("not the CA file: {other:?}"),
+    }
     let again = typed(&render(&config)).expect("rendered config is valid");
     assert!(same(&config, &again), "{}", render(&config));
 }
@@ -244,10 +274,10 @@ fn rejections_name_the_key() {
     let rows: &[(&str, &str)] = &[
         ("", "upstreams: no upstream given: set upstreams = [\"http://HOST:PORT\"] or pass --upstream"),
         ("upstreams = []", "upstreams: no upstream given"),
-        ("upstreams = [\"http://o:1\", \"ftp://x\"]", "upstreams[1]: 'ftp://x' is not an http:// URL"),
+        ("upstreams = [\"http://o:1\", \"ftp://x\"]", "upstreams[1]: 'ftp://x' is not an http:// or https:// URL"),
         (
-            "upstreams = [\"https://o\"]",
-            "upstreams[0]: 'https://o' uses https, but TLS to upstreams is not supported yet: use http://",
+            "upstreams = [\"https://o/app\"]",
+            "upstreams[0]: 'https://o/app' has a path",
         ),
         ("listen = \"localhost:80\"", "listen: 'localhost:80' is not an IP address and port"),
         ("threads = 0", "threads: 0 is not a thread count 1-1024"),
@@ -308,6 +338,9 @@ fn rejections_name_the_key() {
         ("[timeouts]\nupstream_response = \"1d\"", "timeouts.upstream_response: '1d' is not a duration"),
         ("[timeouts]\nidle = 2.5", "timeouts.idle: 2.5 has no unit"),
         ("[timeouts]\nshutdown_grace = \"x\"", "timeouts.shutdown_grace: 'x' is not a duration"),
+        ("[timeouts]\nupgrade_idle = \"0s\"", "timeouts.upgrade_idle: must be longer than zero"),
+        ("upstream_ca_file = \"/nonexistent/ca.pem\"", "upstream_ca_file: /nonexistent/ca.pem: cannot read"),
+        ("upstream_ca_file = \"/dev/null\"", "upstream_ca_file: /dev/null: holds no PEM certificate"),
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
         ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
         ("[http2]\nmax_concurrent_streams = 0", "http2.max_concurrent_streams: 0 is not a stream count 1-100000"),
@@ -535,11 +568,7 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         (&["--threads", "0"], "--threads"),
         (
             &["--upstream", "ftp://x"],
-            "'ftp://x' is not an http:// URL",
-        ),
-        (
-            &["--upstream", "https://x"],
-            "TLS to upstreams is not supported yet",
+            "'ftp://x' is not an http:// or https:// URL",
         ),
         (
             &["--listen", "localhost:1"],

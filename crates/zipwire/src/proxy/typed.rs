@@ -14,7 +14,7 @@ use std::time::Duration;
 use http::HeaderValue;
 use zipwire_codec::Level;
 use zipwire_proxy::{
-    CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream,
+    CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream, UpstreamRoots,
 };
 
 use crate::proxy::raw::{Quantity, RawConfig, RawHttp2, RawTls};
@@ -107,6 +107,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         if let Some(access_log) = raw.access_log {
             config.access_log = access_log;
+        }
+        if let Some(path) = &raw.upstream_ca_file {
+            config.upstream_roots = ca_file(path)?;
         }
 
         let raw_compression = &raw.compression;
@@ -210,6 +213,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         if let Some(t) = &raw_timeouts.shutdown_grace {
             timeouts.shutdown_grace = duration("timeouts.shutdown_grace", t)?;
+        }
+        if let Some(t) = &raw_timeouts.upgrade_idle {
+            timeouts.upgrade_idle = positive_duration("timeouts.upgrade_idle", t)?;
         }
 
         if let Some(bytes) = &raw.limits.max_header_bytes {
@@ -384,11 +390,17 @@ fn upstreams(texts: &[String]) -> Result<Vec<Upstream>, ConfigError> {
     texts
         .iter()
         .enumerate()
-        .map(|(i, text)| {
-            let authority = at(format!("upstreams[{i}]"), value::parse_upstream(text))?;
-            Ok(Upstream { authority })
-        })
+        .map(|(i, text)| at(format!("upstreams[{i}]"), value::parse_upstream(text)))
         .collect()
+}
+
+/// The certificates of the PEM file at `path`, read now so that `--check` proves it.
+fn ca_file(path: &str) -> Result<UpstreamRoots, ConfigError> {
+    const KEY: &str = "upstream_ca_file";
+    let pem = std::fs::read(path)
+        .map_err(|error| ConfigError::new(KEY, format!("{path}: cannot read: {error}")))?;
+    UpstreamRoots::from_pem(path, &pem)
+        .map_err(|problem| ConfigError::new(KEY, format!("{path}: {problem}")))
 }
 
 fn codings_list(names: &[String]) -> Result<Vec<Coding>, ConfigError> {

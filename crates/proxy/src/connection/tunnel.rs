@@ -1,0 +1,273 @@
+//! An upgraded client connection (a WebSocket, RFC 6455) joined to its upstream
+//! connection: bytes copied both ways as they come, never compressed, until either side
+//! closes (the end passed on, then both closed) or neither sends anything for [`Timeouts::upgrade_idle`] (HAProxy's `timeout
+//! tunnel`).
+//!
+//! The tunnel runs in the client connection's own task, after hyper has handed the stream
+//! over (see [`ClientLink::hand_over`]): it keeps the connection's slot under
+//! `max_connections` and its place in the open-connection gauge, and it is closed, both
+//! sides, when the server's shutdown ends the connection tasks (at the end of the grace
+//! period, as HAProxy's hard-stop closes its tunnels).
+//!
+//! [`Timeouts::upgrade_idle`]: crate::Timeouts::upgrade_idle
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::connection::interim::Interim;
+use crate::connection::keepalive::Phases;
+use crate::counters::Counters;
+
+/// What a request's exchange may leave to its client connection beside the response:
+/// interim heads written before it, and a tunnel that takes the connection over after it.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientLink {
+    phases: Phases,
+    tunnel: TunnelSlot,
+}
+
+impl ClientLink {
+    /// The link of a connection read under `phases`, whose task runs what `tunnel` holds
+    /// once hyper is done with the connection.
+    pub(crate) fn new(phases: &Phases, tunnel: &TunnelSlot) -> ClientLink {
+        ClientLink {
+            phases: phases.clone(),
+            tunnel: tunnel.clone(),
+        }
+    }
+
+    /// Where the upstream's `103` heads go for this connection.
+    pub(crate) fn interim(&self) -> Interim {
+        self.phases.interim()
+    }
+
+    /// Leaves `tunnel` to run once hyper has written the `101` and handed the connection
+    /// over; the client's reads have no deadline from now on but the tunnel's own.
+    pub(crate) fn hand_over(&self, tunnel: impl Future<Output = ()> + Send + 'static) {
+        self.phases.tunnel();
+        *self.tunnel.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::pin(tunnel));
+    }
+}
+
+type Pending = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Holds a tunnel between the request that opened it and the connection task that runs it.
+#[derive(Clone, Default)]
+pub(crate) struct TunnelSlot(Arc<Mutex<Option<Pending>>>);
+
+impl std::fmt::Debug for TunnelSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TunnelSlot")
+    }
+}
+
+impl TunnelSlot {
+    /// Runs the tunnel left here, if any, to its end.
+    pub(crate) async fn run(&self) {
+        let tunnel = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(tunnel) = tunnel {
+            tunnel.await;
+        }
+    }
+}
+
+/// Joins the two upgraded connections when hyper hands them over, and copies between them
+/// until either closes or both are silent for `idle`. Counted in `counters`' active
+/// upgrades while it runs.
+pub(crate) async fn run(
+    client: OnUpgrade,
+    upstream: OnUpgrade,
+    idle: Duration,
+    counters: Arc<Counters>,
+) {
+    Counters::bump(&counters.active_upgrades);
+    let outcome = async {
+        let (client, upstream) = tokio::try_join!(client, upstream).map_err(io::Error::other)?;
+        copy_until_idle(TokioIo::new(client), TokioIo::new(upstream), idle).await
+    };
+    match outcome.await {
+        Ok(Ended::Closed(up, down)) => debug!(up, down, "tunnel closed"),
+        Ok(Ended::Idle) => debug!(?idle, "tunnel idle, closed"),
+        Err(error) => debug!(%error, "tunnel failed"),
+    }
+    Counters::drop_one(&counters.active_upgrades);
+}
+
+/// How a tunnel ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// One side closed: its end was passed on to the other, then both were closed. Bytes
+    /// copied client to upstream and upstream to client, up to then.
+    Closed(u64, u64),
+    /// Neither side sent anything for the idle time.
+    Idle,
+}
+
+/// Copies `a` to `b` and `b` to `a` until either reaches its end of stream (passed on to
+/// the other as a shutdown: a WebSocket has no use for a half-closed connection, and one
+/// left half-open would hold the tunnel until the idle time), or nothing was read from
+/// either for `idle`; then both are dropped, which closes them.
+pub(crate) async fn copy_until_idle<A, B>(a: A, b: B, idle: Duration) -> io::Result<Ended>
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let (mut a_read, mut a_write) = tokio::io::split(Active::new(a, start, last.clone()));
+    let (mut b_read, mut b_write) = tokio::io::split(Active::new(b, start, last.clone()));
+    let up = AtomicU64::new(0);
+    let down = AtomicU64::new(0);
+    let forward = pass(&mut a_read, &mut b_write, &up);
+    let backward = pass(&mut b_read, &mut a_write, &down);
+    tokio::pin!(forward, backward);
+    loop {
+        let since = Duration::from_millis(last.load(Ordering::Relaxed));
+        let due = start + since + idle;
+        tokio::select! {
+            passed = &mut forward => {
+                passed?;
+                break;
+            }
+            passed = &mut backward => {
+                passed?;
+                break;
+            }
+            () = tokio::time::sleep_until(due) => {
+                if Duration::from_millis(last.load(Ordering::Relaxed)) == since {
+                    return Ok(Ended::Idle);
+                }
+            }
+        }
+    }
+    Ok(Ended::Closed(
+        up.load(Ordering::Relaxed),
+        down.load(Ordering::Relaxed),
+    ))
+}
+
+/// Copies `from` to `to` until `from` ends, then shuts `to` down; counts into `copied`.
+async fn pass<R, W>(from: &mut R, to: &mut W, copied: &AtomicU64) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; COPY_BUF];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        to.write_all(&buf[..n]).await?;
+        copied.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Bytes read per call on each side (tokio's `copy` uses 8 KiB; a WebSocket message of
+/// a few hundred KiB then takes fewer wake-ups).
+const COPY_BUF: usize = 16 * 1024;
+
+/// A stream that notes when it last read something.
+struct Active<S> {
+    inner: S,
+    start: Instant,
+    last: Arc<AtomicU64>,
+}
+
+impl<S> Active<S> {
+    fn new(inner: S, start: Instant, last: Arc<AtomicU64>) -> Active<S> {
+        Active { inner, start, last }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Active<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            let millis = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.last.fetch_max(millis, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Active<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_on_both_sides_ends_the_tunnel_after_idle() {
+        let (mut client, a) = tokio::io::duplex(1024);
+        let (mut upstream, b) = tokio::io::duplex(1024);
+        let started = Instant::now();
+        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(10)));
+        // Traffic at 6 s moves the deadline to 16 s.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        client.write_all(b"ping").await.expect("write");
+        let mut buf = [0u8; 4];
+        upstream.read_exact(&mut buf).await.expect("read");
+        assert_eq!(&buf, b"ping");
+        let ended = tunnel.await.expect("joined").expect("no error");
+        assert_eq!(ended, Ended::Idle);
+        assert_eq!(started.elapsed(), Duration::from_secs(16));
+        // Both sides see the end.
+        assert_eq!(client.read(&mut buf).await.expect("read"), 0);
+        assert_eq!(upstream.read(&mut buf).await.expect("read"), 0);
+    }
+
+    #[tokio::test]
+    async fn the_tunnel_ends_when_either_side_closes() {
+        let (mut client, a) = tokio::io::duplex(1024);
+        let (mut upstream, b) = tokio::io::duplex(1024);
+        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(60)));
+        upstream.write_all(b"de").await.expect("write");
+        let mut back = [0u8; 2];
+        client.read_exact(&mut back).await.expect("read");
+        assert_eq!(&back, b"de");
+        client.write_all(b"abc").await.expect("write");
+        client.shutdown().await.expect("shutdown");
+        // The upstream gets what was sent, then the end; the client's side is closed too.
+        let mut got = Vec::new();
+        upstream.read_to_end(&mut got).await.expect("read");
+        assert_eq!(got, b"abc");
+        let ended = tunnel.await.expect("joined").expect("no error");
+        assert_eq!(ended, Ended::Closed(3, 2));
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.expect("read");
+        assert!(rest.is_empty());
+    }
+}
