@@ -94,12 +94,13 @@ mod test_bodies;
 pub mod fuzzing;
 
 pub use decide::{headers, negotiate};
-pub use encode::body;
+pub use encode::{body, codings};
 
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
+pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, Server};
-pub use counters::{BypassCounters, Counters, ErrorCounters};
+pub use counters::{BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
 pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};
