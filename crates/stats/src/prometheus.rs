@@ -20,6 +20,9 @@
 //! | `zipwire_proxy_uptime_seconds` | gauge | [`Snapshot::uptime`] |
 //! | `zipwire_proxy_connections_total` | counter | [`Snapshot::connections`] |
 //! | `zipwire_proxy_connections_active` | gauge | [`Snapshot::active_connections`] |
+//! | `zipwire_proxy_coding_responses_total{coding}` | counter | [`Snapshot::codings`]: `responses` |
+//! | `zipwire_proxy_coding_bytes_in_total{coding}` | counter | [`Snapshot::codings`]: `bytes_in` |
+//! | `zipwire_proxy_coding_bytes_out_total{coding}` | counter | [`Snapshot::codings`]: `bytes_out` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
@@ -147,6 +150,30 @@ fn render(snapshot: &Snapshot) -> String {
         Kind::Gauge,
         Value::Int(snapshot.active_connections),
     );
+    type Field = fn(&crate::CodingStats) -> u64;
+    let per_coding: [(&str, &str, Field); 3] = [
+        (
+            "zipwire_proxy_coding_responses_total",
+            "Responses sent compressed, by coding.",
+            |c| c.responses,
+        ),
+        (
+            "zipwire_proxy_coding_bytes_in_total",
+            "Bytes taken by the encoders, by coding.",
+            |c| c.bytes_in,
+        ),
+        (
+            "zipwire_proxy_coding_bytes_out_total",
+            "Bytes produced by the encoders, by coding.",
+            |c| c.bytes_out,
+        ),
+    ];
+    for (name, help, field) in per_coding {
+        out.family(name, help, Kind::Counter);
+        for (coding, stats) in &snapshot.codings {
+            out.sample(name, &[("coding", coding)], Value::Int(field(stats)));
+        }
+    }
     out.family(
         "zipwire_proxy_errors_total",
         "Error responses the proxy wrote itself, by whose fault and status.",
@@ -420,6 +447,14 @@ mod tests {
                 upstream_timeout: 2,
                 internal: 1,
             },
+            codings: BTreeMap::from([(
+                "br".to_owned(),
+                crate::CodingStats {
+                    responses: 4,
+                    bytes_in: 4_000,
+                    bytes_out: 1_000,
+                },
+            )]),
         }
     }
 
@@ -452,6 +487,14 @@ mod tests {
             ("zipwire_proxy_connections_total", None, 250.0),
             ("zipwire_proxy_connections_active", None, 11.0),
         ];
+        for (name, expected) in [
+            ("zipwire_proxy_coding_responses_total", 4.0),
+            ("zipwire_proxy_coding_bytes_in_total", 4_000.0),
+            ("zipwire_proxy_coding_bytes_out_total", 1_000.0),
+        ] {
+            let labels = [("coding", "br")];
+            assert_eq!(labelled(&samples, name, &labels), expected, "{name}");
+        }
         for (name, reason, expected) in rows {
             assert_eq!(
                 value_of(&samples, name, *reason),
@@ -473,7 +516,7 @@ mod tests {
                 "{labels:?}"
             );
         }
-        assert_eq!(samples.len(), rows.len() + errors.len());
+        assert_eq!(samples.len(), rows.len() + errors.len() + 3);
         assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
     }
 
@@ -481,7 +524,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 15);
+        assert_eq!(text.matches("# TYPE ").count(), 18);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

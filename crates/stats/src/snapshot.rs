@@ -50,6 +50,22 @@ pub struct Snapshot {
     pub active_connections: u64,
     /// Requests the proxy answered with an error status of its own, by whose fault (counters).
     pub errors: Errors,
+    /// Compressed responses and their encoder bytes, by coding name (`gzip`, `deflate`,
+    /// `zstd`, `br`), every coding the proxy produces listed from the start (counters).
+    #[serde(default)]
+    pub codings: BTreeMap<String, CodingStats>,
+}
+
+/// One coding's counters in a [`Snapshot`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodingStats {
+    /// Responses whose body was compressed in this coding.
+    pub responses: u64,
+    /// Bytes the coding's encoders took.
+    pub bytes_in: u64,
+    /// Bytes the coding's encoders produced.
+    pub bytes_out: u64,
 }
 
 /// Error responses the proxy wrote itself, by whose fault and status (counters). A client
@@ -140,6 +156,14 @@ mod tests {
         };
         snapshot.bypassed.insert("too_small".to_owned(), 200);
         snapshot.bypassed.insert("type".to_owned(), 95);
+        snapshot.codings.insert(
+            "zstd".to_owned(),
+            CodingStats {
+                responses: 600,
+                bytes_in: 9_000_000,
+                bytes_out: 3_000_000,
+            },
+        );
         snapshot
     }
 
@@ -166,8 +190,12 @@ mod tests {
             json["errors"],
             serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
         );
+        assert_eq!(
+            json["codings"]["zstd"],
+            serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
+        );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 15, "one key per field");
+        assert_eq!(keys, 16, "one key per field");
     }
 
     #[test]
