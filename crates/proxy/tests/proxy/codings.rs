@@ -183,6 +183,9 @@ async fn concurrent_zstd_streams_past_the_memory_cap_come_as_gzip() {
     let zstd = proxy.stats.codings.get(Coding::Zstd);
     assert_eq!(zstd.responses.load(Ordering::Relaxed), 2);
     assert_eq!(zstd.meter.bytes_in.load(Ordering::Relaxed), 20_000);
+    // The budget reads the server's totals: every coding's input and encoder time is in them.
+    assert_eq!(Proxy::count(&proxy.stats.compression.bytes_in), 60_000);
+    assert!(zstd.meter.busy_nanos.load(Ordering::Relaxed) > 0);
     let admin = proxy.admin.expect("admin configured");
     let (_, body) = fetch(&client, "GET", &format!("http://{admin}/stats"), &[]).await;
     let stats: serde_json::Value = serde_json::from_slice(&body).expect("JSON");

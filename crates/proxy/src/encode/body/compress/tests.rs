@@ -509,3 +509,54 @@ async fn the_final_block_ends_the_body_unless_trailers_follow() {
         assert!(body.frame().await.is_none());
     }
 }
+
+/// zstd and brotli refer back across calls: a body of known length up to two calls is one
+/// call (its state lives for that call only), a longer one is cut every `coalesce` bytes, and
+/// either decodes. gzip's stateless calls stay equal halves.
+#[tokio::test]
+async fn a_windowed_coding_gets_a_known_length_body_of_two_calls_in_one() {
+    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    const K: usize = 64 * 1024;
+    let make = |coding: &str| -> BodyEncoder {
+        match coding {
+            "zstd" => ZstdEncoder::new(ZstdLevel::DEFAULT, 17).into(),
+            "br" => BrotliEncoder::new(BrotliLevel::DEFAULT, 17).into(),
+            _ => BodyEncoder::new(Format::Gzip, Level::FAST),
+        }
+    };
+    for (coding, len, call) in [
+        ("zstd", 77_000, 77_000),
+        ("br", 77_000, 77_000),
+        ("gzip", 77_000, 38_500),
+        ("zstd", 200_000, K),
+        ("br", 200_000, K),
+    ] {
+        let data = text(len);
+        let upstream = Frames::new(&data, 10_000, true);
+        let meter = Arc::new(BodyMeter::default());
+        let body = CompressBody::new(
+            upstream,
+            make(coding),
+            policy(Duration::from_secs(1)),
+            meter,
+        );
+        let rest = (len - 10_000) as u64;
+        assert_eq!(
+            body.call_size(10_000, Some(rest)),
+            call,
+            "{coding}, {len} bytes"
+        );
+        let (wire, _) = drain(body).await;
+        let plain = match coding {
+            "zstd" => ::zstd::stream::decode_all(&wire[..]).expect("valid zstd"),
+            "br" => {
+                let mut plain = Vec::new();
+                let mut decoder = ::brotli::Decompressor::new(&wire[..], 4096);
+                std::io::Read::read_to_end(&mut decoder, &mut plain).expect("valid brotli");
+                plain
+            }
+            _ => gunzip(&wire),
+        };
+        assert_eq!(plain, data, "{coding}, {len} bytes");
+    }
+}
