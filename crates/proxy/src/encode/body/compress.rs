@@ -47,6 +47,9 @@ pub struct CompressBody<B: Body> {
     trailers: Option<HeaderMap>,
     state: State,
     store_only: Option<Arc<AtomicBool>>,
+    /// A windowed encoder may hold input of full calls back: a pause must flush it even when
+    /// nothing new was gathered.
+    unflushed: bool,
     meter: Arc<BodyMeter>,
 }
 
@@ -72,6 +75,7 @@ impl<B: Body> CompressBody<B> {
             trailers: None,
             state: State::Streaming,
             store_only: None,
+            unflushed: false,
             meter,
         }
     }
@@ -149,7 +153,7 @@ impl<B: Body> CompressBody<B> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !self.unflushed {
             return Poll::Pending;
         }
         if !self.policy.delay.is_zero() {
@@ -191,6 +195,7 @@ impl<B: Body> CompressBody<B> {
             self.pending.clear();
         }
         self.timer = None;
+        self.unflushed = call == Call::Full && self.encoder.as_encode().is_windowed();
         if let Err(failure) = result {
             self.state = State::Done;
             return Poll::Ready(Some(Err(BodyError::Encode(failure))));

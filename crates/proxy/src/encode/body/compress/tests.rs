@@ -560,3 +560,70 @@ async fn a_windowed_coding_gets_a_known_length_body_of_two_calls_in_one() {
         assert_eq!(plain, data, "{coding}, {len} bytes");
     }
 }
+
+/// A zstd or brotli encoder keeps full calls of a stream back for better matches: when the
+/// upstream then pauses with nothing new gathered, what it holds is still flushed after the
+/// delay, and decodes.
+#[tokio::test(start_paused = true)]
+async fn a_pause_flushes_what_a_windowed_encoder_held_back() {
+    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    let sent = text(4_000);
+    for zstd in [true, false] {
+        let encoder: BodyEncoder = if zstd {
+            ZstdEncoder::new(ZstdLevel::DEFAULT, 19).into()
+        } else {
+            BrotliEncoder::new(BrotliLevel::DEFAULT, 19).into()
+        };
+        let (tx, upstream) = channel();
+        let policy = FlushPolicy {
+            coalesce: 1_000,
+            delay: Duration::from_millis(20),
+        };
+        let meter = Arc::new(BodyMeter::default());
+        let mut body = Box::pin(CompressBody::new(upstream, encoder, policy, meter));
+        // Four full calls, then the upstream pauses.
+        tx.send(Ok(Frame::data(Bytes::from(sent.clone()))))
+            .await
+            .expect("open");
+        let mut wire = Vec::new();
+        let started = tokio::time::Instant::now();
+        while decoded_prefix(zstd, &wire).len() < sent.len() {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("flushed within the delay")
+                .expect("a frame")
+                .expect("no error");
+            wire.extend_from_slice(&frame.into_data().expect("data"));
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "zstd {zstd}");
+        assert_eq!(decoded_prefix(zstd, &wire), sent, "zstd {zstd}");
+        drop(tx);
+        while let Some(frame) = body.frame().await {
+            wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
+        }
+        assert_eq!(
+            decoded_prefix(zstd, &wire),
+            sent,
+            "zstd {zstd}: whole stream"
+        );
+    }
+}
+
+/// What a streaming zstd or brotli decoder gives for the bytes received so far.
+fn decoded_prefix(zstd: bool, wire: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut reader: Box<dyn Read + '_> = if zstd {
+        Box::new(::zstd::stream::read::Decoder::new(wire).expect("decoder"))
+    } else {
+        Box::new(::brotli::Decompressor::new(wire, 4096))
+    };
+    let mut plain = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        plain.extend_from_slice(&buf[..n]);
+    }
+    plain
+}
