@@ -107,7 +107,7 @@ fn render(snapshot: &Snapshot) -> String {
     );
     out.single(
         "zipwire_proxy_stream_memory_bytes",
-        "Bytes of compression buffers held by active streams.",
+        "Bytes of compression buffers and encoder state held by active streams.",
         Kind::Gauge,
         Value::Int(snapshot.stream_memory_bytes),
     );

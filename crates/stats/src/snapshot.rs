@@ -39,7 +39,8 @@ pub struct Snapshot {
     pub compress_seconds: f64,
     /// Response bodies being compressed or decompressed now (gauge).
     pub active_streams: u64,
-    /// Bytes of compression buffers those streams hold (gauge).
+    /// Bytes of compression buffers and encoder state (zstd, brotli and gzip 4-9 windows)
+    /// those streams hold, as the memory gate counts them (gauge).
     pub stream_memory_bytes: u64,
     /// The budget limit compression is throttled by (`cpu`, `rate`), `None` when compression
     /// is open (gauge).
