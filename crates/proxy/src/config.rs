@@ -34,6 +34,12 @@ pub const DEFAULT_TYPES: &[&str] = &[
     "text/event-stream",
 ];
 
+/// The codings offered by default, most preferred first: zstd level 1 compresses the
+/// haproxy.org page about as fast as gzip level 2 (337-341 against 335-358 MB/s on one core)
+/// and 6% denser (2.82 against 2.67), brotli level 3 denser still (3.00) at a sixth of the
+/// speed, for the clients without zstd; gzip and deflate for the rest.
+pub const DEFAULT_CODINGS: &[Coding] = &[Coding::Zstd, Coding::Br, Coding::Gzip, Coding::Deflate];
+
 /// What the compression decision depends on besides the request and the response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rules {
@@ -43,7 +49,9 @@ pub struct Rules {
     pub min_length: u64,
     /// The media types to compress; see [`TypePattern`]. Default [`DEFAULT_TYPES`].
     pub types: Vec<TypePattern>,
-    /// The codings the proxy produces, most preferred first. Default gzip, then deflate.
+    /// The codings the proxy produces, most preferred first: the client's q-values decide,
+    /// this order breaks ties (Caddy's `prefer`), and a coding left out is never produced.
+    /// Default zstd, br, gzip, deflate (see `docs/config.md` for the measurements).
     pub offered: Vec<Coding>,
     /// Whether the body layer flushes the encoder after every upstream write, which
     /// `text/event-stream` needs so each event reaches the client when it is sent. Without it
@@ -69,7 +77,7 @@ impl Default for Rules {
         Rules {
             min_length: 256,
             types,
-            offered: vec![Coding::Gzip, Coding::Deflate],
+            offered: DEFAULT_CODINGS.to_vec(),
             event_stream_flush: false,
         }
     }
@@ -179,7 +187,10 @@ mod tests {
         let rules = Rules::default();
         assert_eq!(rules.types.len(), DEFAULT_TYPES.len());
         assert_eq!(rules.min_length, 256);
-        assert_eq!(rules.offered, [Coding::Gzip, Coding::Deflate]);
+        assert_eq!(
+            rules.offered,
+            [Coding::Zstd, Coding::Br, Coding::Gzip, Coding::Deflate]
+        );
         assert!(!rules.event_stream_flush);
         for text in DEFAULT_TYPES {
             assert!(rules.is_compressible(&media(text)), "{text}");

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::encode::body::BodyMeter;
 
+use crate::decide::negotiate::Coding;
 use crate::decide::rules::Bypass;
 use crate::error::{ProxyError, Side};
 
@@ -53,6 +54,8 @@ pub struct Counters {
     /// Upgraded connections open now, each a tunnel between a client and an upstream (a
     /// gauge).
     pub active_upgrades: AtomicU64,
+    /// Compressed responses and their bytes, by coding.
+    pub codings: CodingCounters,
 }
 
 impl Counters {
@@ -70,6 +73,45 @@ impl Counters {
     pub(crate) fn drop_one(gauge: &AtomicU64) {
         gauge.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// Compressed responses and their encoder bytes, one [`CodingCounter`] per coding.
+#[derive(Debug, Default)]
+pub struct CodingCounters {
+    counters: [CodingCounter; 4],
+}
+
+impl CodingCounters {
+    /// Every coding the proxy produces, in the order [`CodingCounters::iter`] reports them.
+    pub const CODINGS: [Coding; 4] = [Coding::Gzip, Coding::Deflate, Coding::Zstd, Coding::Br];
+
+    /// The counters of `coding`.
+    pub fn get(&self, coding: Coding) -> &CodingCounter {
+        let index = match coding {
+            Coding::Gzip => 0,
+            Coding::Deflate => 1,
+            Coding::Zstd => 2,
+            Coding::Br => 3,
+        };
+        &self.counters[index]
+    }
+
+    /// Every coding with its counters, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (Coding, &CodingCounter)> + '_ {
+        Self::CODINGS
+            .iter()
+            .map(|&coding| (coding, self.get(coding)))
+    }
+}
+
+/// One coding's counters.
+#[derive(Debug, Default)]
+pub struct CodingCounter {
+    /// Responses whose body was compressed in this coding.
+    pub responses: AtomicU64,
+    /// The encoder's bytes taken and produced, and its time, call by call (a share of
+    /// [`Counters::compression`]).
+    pub meter: Arc<BodyMeter>,
 }
 
 /// One counter per [`Bypass`] reason.

@@ -19,6 +19,8 @@ const OFFERED: &[&[Coding]] = &[
     &[Coding::Gzip],
     &[Coding::Gzip, Coding::Deflate],
     &[Coding::Deflate, Coding::Gzip],
+    &[Coding::Zstd, Coding::Br, Coding::Gzip, Coding::Deflate],
+    &[Coding::Br, Coding::Gzip, Coding::Zstd],
 ];
 
 /// Splits `data` at `\n` into `Accept-Encoding` lines, negotiates, and checks the outcome

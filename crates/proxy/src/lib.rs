@@ -17,6 +17,9 @@
 //! - [`AcceptEncoding`] reads every `Accept-Encoding` line of a request, with q-values, and
 //!   [`AcceptEncoding::negotiate`] picks a [`Coding`] among those offered ([`negotiate`]
 //!   documents the rules, including how malformed elements are read).
+//! - [`codings`]: each content-coding the proxy produces (gzip and deflate, zstd, brotli) is a
+//!   module behind one interface, [`Encode`], that [`CompressBody`] drives: compress a call,
+//!   flush when the upstream pauses, finish, step down, report its memory.
 //! - [`RequestFacts::from_parts`] and [`ResponseFacts::from_parts`] read what the decision
 //!   needs from the method, status and headers; the caller adds the CPU/rate [`Budget`].
 //! - [`decide`] returns a [`Decision`]: compress, decompress upstream gzip for a client that
@@ -70,11 +73,12 @@
 //! let req = RequestFacts::from_parts(&Method::GET, &request);
 //! let resp = ResponseFacts::from_parts(StatusCode::OK, &response);
 //! let decision = decide(&req, &resp, &Rules::default());
-//! assert_eq!(decision, Decision::Compress { coding: Coding::Gzip, payload: Payload::Transform });
+//! // The client's weights decide: br at 1 over gzip at 0.8.
+//! assert_eq!(decision, Decision::Compress { coding: Coding::Br, payload: Payload::Transform });
 //!
 //! let framing = headers::apply(&decision, &mut response, Version::HTTP_11);
 //! assert_eq!(framing, Some(headers::Framing::Chunked));
-//! assert_eq!(response["content-encoding"], "gzip");
+//! assert_eq!(response["content-encoding"], "br");
 //! assert_eq!(response["etag"], "W/\"v1\"");
 //! assert_eq!(response["vary"], "Accept-Encoding");
 //! ```
@@ -97,13 +101,16 @@ mod test_bodies;
 pub mod fuzzing;
 
 pub use decide::{headers, negotiate};
-pub use encode::body;
+pub use encode::{body, codings};
 
 pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
+pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, run_blocking_with, Server};
 pub use connection::tls::{check_certificates, TlsReloader};
-pub use counters::{BypassCounters, Counters, ErrorCounters, ProtocolCounters};
+pub use counters::{
+    BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, ProtocolCounters,
+};
 pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
 pub use decide::media::MediaType;
 pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};

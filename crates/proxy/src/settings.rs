@@ -13,6 +13,7 @@ use zipwire_codec::Level;
 
 use crate::config::Rules;
 use crate::encode::body::FlushPolicy;
+use crate::encode::codings::{BrotliLevel, ZstdLevel};
 
 /// Everything the proxy server needs to run.
 #[derive(Clone, Debug)]
@@ -171,6 +172,12 @@ pub struct Compression {
     /// Encoder level: 1-3 use the stateless encoder (a few bytes per stream); 4-9 keep a 32 KB
     /// window per stream. Default 2.
     pub level: Level,
+    /// zstd level, 1-19 (Caddy's `encode zstd` takes none; nginx's zstd module
+    /// `zstd_comp_level`). Default 1: see `docs/config.md`.
+    pub zstd_level: ZstdLevel,
+    /// brotli quality, 0-11 (ngx_brotli `brotli_comp_level`). Default 4: see
+    /// `docs/config.md`.
+    pub br_level: BrotliLevel,
     /// Which responses are compressed.
     pub rules: Rules,
     /// How upstream data is grouped into encoder calls.
@@ -189,6 +196,8 @@ impl Default for Compression {
     fn default() -> Compression {
         Compression {
             level: Level::FAST,
+            zstd_level: ZstdLevel::DEFAULT,
+            br_level: BrotliLevel::DEFAULT,
             rules: Rules::default(),
             flush: FlushPolicy::default(),
             offload: true,

@@ -25,6 +25,9 @@
 //! | `zipwire_proxy_tls_handshake_failures_total` | counter | [`Snapshot::tls_handshake_failures`] |
 //! | `zipwire_proxy_upgrades_total` | counter | [`Snapshot::upgrades`] |
 //! | `zipwire_proxy_upgrades_active` | gauge | [`Snapshot::active_upgrades`] |
+//! | `zipwire_proxy_coding_responses_total{coding}` | counter | [`Snapshot::codings`]: `responses` |
+//! | `zipwire_proxy_coding_bytes_in_total{coding}` | counter | [`Snapshot::codings`]: `bytes_in` |
+//! | `zipwire_proxy_coding_bytes_out_total{coding}` | counter | [`Snapshot::codings`]: `bytes_out` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
@@ -121,7 +124,7 @@ fn render(snapshot: &Snapshot) -> String {
     );
     out.single(
         "zipwire_proxy_stream_memory_bytes",
-        "Bytes of compression buffers held by active streams.",
+        "Bytes of compression buffers and encoder state held by active streams.",
         Kind::Gauge,
         Value::Int(snapshot.stream_memory_bytes),
     );
@@ -188,6 +191,30 @@ fn render(snapshot: &Snapshot) -> String {
         Kind::Gauge,
         Value::Int(snapshot.active_upgrades),
     );
+    type Field = fn(&crate::CodingStats) -> u64;
+    let per_coding: [(&str, &str, Field); 3] = [
+        (
+            "zipwire_proxy_coding_responses_total",
+            "Responses sent compressed, by coding.",
+            |c| c.responses,
+        ),
+        (
+            "zipwire_proxy_coding_bytes_in_total",
+            "Bytes taken by the encoders, by coding.",
+            |c| c.bytes_in,
+        ),
+        (
+            "zipwire_proxy_coding_bytes_out_total",
+            "Bytes produced by the encoders, by coding.",
+            |c| c.bytes_out,
+        ),
+    ];
+    for (name, help, field) in per_coding {
+        out.family(name, help, Kind::Counter);
+        for (coding, stats) in &snapshot.codings {
+            out.sample(name, &[("coding", coding)], Value::Int(field(stats)));
+        }
+    }
     out.family(
         "zipwire_proxy_errors_total",
         "Error responses the proxy wrote itself, by whose fault and status.",
@@ -466,6 +493,14 @@ mod tests {
                 upstream_timeout: 2,
                 internal: 1,
             },
+            codings: BTreeMap::from([(
+                "br".to_owned(),
+                crate::CodingStats {
+                    responses: 4,
+                    bytes_in: 4_000,
+                    bytes_out: 1_000,
+                },
+            )]),
         }
     }
 
@@ -502,6 +537,14 @@ mod tests {
             ("zipwire_proxy_upgrades_total", None, 6.0),
             ("zipwire_proxy_upgrades_active", None, 4.0),
         ];
+        for (name, expected) in [
+            ("zipwire_proxy_coding_responses_total", 4.0),
+            ("zipwire_proxy_coding_bytes_in_total", 4_000.0),
+            ("zipwire_proxy_coding_bytes_out_total", 1_000.0),
+        ] {
+            let labels = [("coding", "br")];
+            assert_eq!(labelled(&samples, name, &labels), expected, "{name}");
+        }
         for (name, reason, expected) in rows {
             assert_eq!(
                 value_of(&samples, name, *reason),
@@ -535,7 +578,7 @@ mod tests {
                 "{labels:?}"
             );
         }
-        assert_eq!(samples.len(), rows.len() + errors.len() + 2);
+        assert_eq!(samples.len(), rows.len() + errors.len() + 5);
         assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
     }
 
@@ -543,7 +586,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 20);
+        assert_eq!(text.matches("# TYPE ").count(), 23);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

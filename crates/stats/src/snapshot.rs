@@ -42,7 +42,8 @@ pub struct Snapshot {
     pub compress_seconds: f64,
     /// Response bodies being compressed or decompressed now (gauge).
     pub active_streams: u64,
-    /// Bytes of compression buffers those streams hold (gauge).
+    /// Bytes of compression buffers and encoder state (zstd, brotli and gzip 4-9 windows)
+    /// those streams hold, as the memory gate counts them (gauge).
     pub stream_memory_bytes: u64,
     /// The budget limit compression is throttled by (`cpu`, `rate`), `None` when compression
     /// is open (gauge).
@@ -61,6 +62,22 @@ pub struct Snapshot {
     pub active_upgrades: u64,
     /// Requests the proxy answered with an error status of its own, by whose fault (counters).
     pub errors: Errors,
+    /// Compressed responses and their encoder bytes, by coding name (`gzip`, `deflate`,
+    /// `zstd`, `br`), every coding the proxy produces listed from the start (counters).
+    #[serde(default)]
+    pub codings: BTreeMap<String, CodingStats>,
+}
+
+/// One coding's counters in a [`Snapshot`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodingStats {
+    /// Responses whose body was compressed in this coding.
+    pub responses: u64,
+    /// Bytes the coding's encoders took.
+    pub bytes_in: u64,
+    /// Bytes the coding's encoders produced.
+    pub bytes_out: u64,
 }
 
 /// Error responses the proxy wrote itself, by whose fault and status (counters). A client
@@ -155,6 +172,14 @@ mod tests {
         };
         snapshot.bypassed.insert("too_small".to_owned(), 200);
         snapshot.bypassed.insert("type".to_owned(), 95);
+        snapshot.codings.insert(
+            "zstd".to_owned(),
+            CodingStats {
+                responses: 600,
+                bytes_in: 9_000_000,
+                bytes_out: 3_000_000,
+            },
+        );
         snapshot
             .requests_by_protocol
             .insert("http/1.1".to_owned(), 400);
@@ -191,8 +216,12 @@ mod tests {
             json["errors"],
             serde_json::json!({"client": 4, "upstream": 2, "upstream_timeout": 1, "internal": 0})
         );
+        assert_eq!(
+            json["codings"]["zstd"],
+            serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
+        );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 20, "one key per field");
+        assert_eq!(keys, 21, "one key per field");
     }
 
     #[test]

@@ -101,6 +101,19 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(1..=9))]
     pub level: Option<u8>,
 
+    /// Codings produced, most preferred first; the client's q-values decide, this order
+    /// breaks ties [default: zstd,br,gzip,deflate]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub encodings: Option<Vec<String>>,
+
+    /// zstd level, 1 (fastest) to 19 [default: 1]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(1..=19))]
+    pub zstd_level: Option<u8>,
+
+    /// brotli level, 0 (fastest) to 11 [default: 3]
+    #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(0..=11))]
+    pub br_level: Option<u8>,
+
     /// Address of the admin listener (/stats, /metrics) [default: off]
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
     pub admin: Option<SocketAddr>,

@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 use zipwire_adapt::MemoryGate;
-use zipwire_stats::{Errors, Snapshot};
+use zipwire_stats::{CodingStats, Errors, Snapshot};
 
 use crate::counters::Counters;
 use crate::encode::throttle::Throttle;
@@ -75,6 +75,18 @@ impl AdminState {
                 upstream_timeout: load(&c.errors.upstream_timeout),
                 internal: load(&c.errors.internal),
             },
+            codings: c
+                .codings
+                .iter()
+                .map(|(coding, counter)| {
+                    let stats = CodingStats {
+                        responses: load(&counter.responses),
+                        bytes_in: load(&counter.meter.bytes_in),
+                        bytes_out: load(&counter.meter.bytes_out),
+                    };
+                    (coding.as_str().to_owned(), stats)
+                })
+                .collect(),
         }
     }
 }

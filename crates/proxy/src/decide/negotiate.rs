@@ -39,7 +39,7 @@ use crate::decide::list;
 
 /// A content coding the proxy can produce.
 ///
-/// Brotli and zstd may follow; the enum is non-exhaustive so they can be added.
+/// Non-exhaustive: a later coding is added here and as a module of `encode/codings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Coding {
@@ -47,6 +47,10 @@ pub enum Coding {
     Gzip,
     /// `deflate` (RFC 9110 §8.4.1.2): the zlib format (RFC 1950), not raw deflate.
     Deflate,
+    /// `zstd` (RFC 8878 §7.2), with a window of at most 8 MiB (RFC 9659).
+    Zstd,
+    /// `br`: brotli (RFC 7932 §11).
+    Br,
 }
 
 impl Coding {
@@ -55,6 +59,8 @@ impl Coding {
         match self {
             Coding::Gzip => "gzip",
             Coding::Deflate => "deflate",
+            Coding::Zstd => "zstd",
+            Coding::Br => "br",
         }
     }
 
@@ -64,6 +70,10 @@ impl Coding {
             Some(Coding::Gzip)
         } else if name.eq_ignore_ascii_case(b"deflate") {
             Some(Coding::Deflate)
+        } else if name.eq_ignore_ascii_case(b"zstd") {
+            Some(Coding::Zstd)
+        } else if name.eq_ignore_ascii_case(b"br") {
+            Some(Coding::Br)
         } else {
             None
         }
@@ -372,6 +382,59 @@ mod tests {
         }
     }
 
+    /// The proxy's default order: zstd, br, gzip, deflate. The client's weights decide; the
+    /// order breaks ties only.
+    #[test]
+    fn table_with_zstd_and_brotli() {
+        use Coding::{Br, Deflate, Gzip, Zstd};
+        use Negotiated::{Coding as C, Identity, NotAcceptable};
+        const DEFAULT: &[Coding] = &[Zstd, Br, Gzip, Deflate];
+        let rows: &[(&[&str], Negotiated)] = &[
+            // Chromium over HTTPS and over HTTP, Firefox, Safari without zstd.
+            (&["gzip, deflate, br, zstd"], C(Zstd)),
+            (&["gzip, deflate"], C(Gzip)),
+            (&["gzip, deflate, br"], C(Br)),
+            (&["br"], C(Br)),
+            (&["ZSTD"], C(Zstd)),
+            // Weights decide before the order.
+            (&["zstd;q=0.5, br;q=0.8, gzip;q=0.9"], C(Gzip)),
+            (&["zstd;q=0.8, br;q=0.8, gzip;q=0.9"], C(Gzip)),
+            (&["zstd;q=0.9, br;q=0.9, gzip;q=0.9"], C(Zstd)),
+            (&["gzip, br;q=1, zstd;q=0.999"], C(Br)),
+            // Refusals.
+            (&["zstd;q=0, br, gzip"], C(Br)),
+            (&["zstd;q=0, br;q=0, gzip"], C(Gzip)),
+            (&["zstd;q=0, br;q=0, gzip;q=0"], Identity),
+            (
+                &["zstd;q=0, br;q=0, gzip;q=0, deflate;q=0, identity;q=0"],
+                NotAcceptable,
+            ),
+            // `*` stands for what is not named.
+            (&["*"], C(Zstd)),
+            (&["*;q=0.5, zstd;q=0"], C(Br)),
+            (&["*;q=0.5, br;q=0.6"], C(Br)),
+            (&["*;q=0, zstd"], C(Zstd)),
+            // Identity.
+            (&["identity"], Identity),
+            (&["identity;q=1, zstd;q=0.5"], Identity),
+            (&["identity;q=0.5, zstd;q=0.5"], C(Zstd)),
+            (&["identity;q=0, zstd;q=0"], NotAcceptable),
+            // Malformed weights refuse the coding, never identity.
+            (&["zstd;q=2, br"], C(Br)),
+            (&["zstd;level=3"], Identity),
+        ];
+        for (lines, expected) in rows {
+            assert_eq!(negotiate(lines, DEFAULT), *expected, "{lines:?}");
+        }
+        // The server's order breaks ties, and what it leaves out is never chosen.
+        assert_eq!(negotiate(&["zstd, br, gzip"], &[Br, Zstd, Gzip]), C(Br));
+        assert_eq!(negotiate(&["zstd"], &[Br, Gzip]), Identity);
+        assert_eq!(
+            negotiate(&["zstd, identity;q=0"], &[Br, Gzip]),
+            NotAcceptable
+        );
+    }
+
     #[test]
     fn offered_order_breaks_ties() {
         assert_eq!(
@@ -452,7 +515,12 @@ mod tests {
     fn coding_names() {
         assert_eq!(Coding::from_name(b"X-Gzip"), Some(Coding::Gzip));
         assert_eq!(Coding::from_name(b"DEFLATE"), Some(Coding::Deflate));
-        assert_eq!(Coding::from_name(b"br"), None);
+        assert_eq!(Coding::from_name(b"BR"), Some(Coding::Br));
+        assert_eq!(Coding::from_name(b"Zstd"), Some(Coding::Zstd));
+        assert_eq!(Coding::from_name(b"brotli"), None);
+        assert_eq!(Coding::from_name(b"x-zstd"), None);
+        assert_eq!(Coding::Zstd.as_str(), "zstd");
+        assert_eq!(Coding::Br.to_string(), "br");
         assert_eq!(Coding::Gzip.to_string(), "gzip");
         assert_eq!(Coding::Deflate.as_str(), "deflate");
     }

@@ -22,6 +22,7 @@ use tracing::{info, Span};
 
 use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
+use crate::decide::negotiate::Coding;
 use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
 use crate::exchange::read_timeout::UpstreamBodyError;
@@ -59,8 +60,8 @@ enum Stream {
 pub(crate) enum Transform {
     /// Passed or headers-only.
     None,
-    /// Encoded; `codec` measured the encoder.
-    Compress,
+    /// Encoded in this coding; `codec` measured the encoder.
+    Compress(Coding),
     /// Decoded.
     Decompress,
 }
@@ -97,9 +98,10 @@ impl ResponseBody {
     pub(crate) fn compress(
         upstream: UpstreamBody,
         mut log: AccessLog,
+        coding: Coding,
         wrap: impl FnOnce(Counted<UpstreamBody>, Arc<BodyMeter>) -> CompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
-        let codec = log.start_stream(Transform::Compress);
+        let codec = log.start_stream(Transform::Compress(coding));
         ResponseBody::new(Stream::Compress(wrap(log.counted(upstream), codec)), log)
     }
 
@@ -376,11 +378,15 @@ impl AccessLog {
     fn start_stream(&mut self, transform: Transform) -> Arc<BodyMeter> {
         Counters::bump(&self.counters.active_streams);
         self.transform = transform;
-        let totals = match transform {
-            Transform::Decompress => &self.counters.decompression,
-            _ => &self.counters.compression,
+        let meter = match transform {
+            Transform::Decompress => BodyMeter::with_totals(self.counters.decompression.clone()),
+            Transform::Compress(coding) => {
+                BodyMeter::with_totals(self.counters.compression.clone())
+                    .with_coding_totals(self.counters.codings.get(coding).meter.clone())
+            }
+            Transform::None => BodyMeter::with_totals(self.counters.compression.clone()),
         };
-        let meter = Arc::new(BodyMeter::with_totals(totals.clone()));
+        let meter = Arc::new(meter);
         self.codec = Some(meter.clone());
         meter
     }

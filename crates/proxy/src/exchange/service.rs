@@ -29,7 +29,7 @@ use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body as _;
 use hyper::body::Incoming;
 use tracing::{debug, warn};
-use zipwire_codec::{Format, Level, Limits};
+use zipwire_codec::Limits;
 
 use crate::config::Rules;
 use crate::connection::cork::MoreToCome;
@@ -40,6 +40,7 @@ use crate::decide::headers;
 use crate::decide::negotiate::Coding;
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
+use crate::encode::codings::Codings;
 use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
 use crate::exchange::forward::{self, ViaEntries};
@@ -54,7 +55,8 @@ use zipwire_adapt::{MemoryGate, Permit};
 pub(crate) struct Proxy {
     upstreams: Upstreams,
     rules: Rules,
-    level: Level,
+    /// The encoder of each coding, and the memory each holds per stream.
+    codings: Codings,
     flush: FlushPolicy,
     offload: bool,
     gunzip: Option<Limits>,
@@ -103,8 +105,14 @@ impl Proxy {
                 config.down_time,
                 &config.timeouts,
             ),
+            codings: Codings::new(
+                compression.level,
+                compression.zstd_level,
+                compression.br_level,
+                &rules.offered,
+                compression.flush.coalesce,
+            ),
             rules,
-            level: compression.level,
             flush: compression.flush,
             offload: compression.offload,
             gunzip: compression.gunzip.then_some(Limits {
@@ -202,11 +210,13 @@ impl Proxy {
             Err(error) => return self.error_response(&error, log),
         };
         let (mut head, upstream_body) = response.into_parts();
-        let (decision, flush, permit) = self.response_filter(&facts, &mut head, parts.version);
+        let (decision, flush, permit, encoder) =
+            self.response_filter(&facts, &mut head, parts.version);
         if let Some(permit) = permit {
             log.hold(permit);
         }
-        let mut body = self.response_body_filter(decision, flush, &head, upstream_body, log);
+        let mut body =
+            self.response_body_filter(decision, flush, encoder, &head, upstream_body, log);
         body.hold_first_frame(flush.delay, self.upstreams.response_timeout())
             .await;
         let mut body = match body.failed_early() {
@@ -322,13 +332,14 @@ impl Proxy {
 
     /// Phase 4: decides what to do with the response, rewrites its headers for a client
     /// speaking `version`, and counts the decision. Returns the decision, the flush policy a
-    /// compressed body follows, and the memory permit a compressed body holds while it runs.
+    /// compressed body follows, the memory permit a compressed body holds while it runs, and
+    /// the encoder it runs.
     fn response_filter(
         &self,
         request: &RequestFacts,
         response: &mut ResponseParts,
         version: Version,
-    ) -> (Decision, FlushPolicy, Option<Permit>) {
+    ) -> (Decision, FlushPolicy, Option<Permit>, Option<BodyEncoder>) {
         // RFC 9112 §6.3: the transfer coding (which hyper's client has read by) overrides a
         // Content-Length, which an intermediary must remove before forwarding.
         if response.headers.contains_key(TRANSFER_ENCODING) {
@@ -341,17 +352,29 @@ impl Proxy {
         }
         let mut decision = decide(request, &facts, &self.rules);
         let mut permit = None;
+        let mut encoder = None;
         if let Decision::Compress {
+            coding,
             payload: Payload::Transform,
-            ..
         } = decision
         {
-            // A compressing stream holds up to `coalesce` bytes of input and about as much
-            // output; over the memory cap the response passes, counted as a budget bypass.
-            permit = self.memory.try_acquire(2 * self.flush.coalesce as u64);
-            if permit.is_none() {
-                facts.budget = Budget::Exhausted;
-                decision = decide(request, &facts, &self.rules);
+            match self.memory_for(request, &facts, coding) {
+                Some((held, fallback)) => {
+                    permit = held;
+                    let coding = fallback.unwrap_or(coding);
+                    encoder = Some(match fallback {
+                        Some(_) => self.codings.fallback(),
+                        None => self.codings.encoder(coding, facts.content_length),
+                    });
+                    decision = Decision::Compress {
+                        coding,
+                        payload: Payload::Transform,
+                    };
+                }
+                None => {
+                    facts.budget = Budget::Exhausted;
+                    decision = decide(request, &facts, &self.rules);
+                }
             }
         }
         if matches!(decision, Decision::Decompress { .. }) && self.gunzip.is_none() {
@@ -364,7 +387,10 @@ impl Proxy {
         match decision.bypass() {
             Some(reason) => self.counters.bypassed.add(reason),
             None if matches!(decision, Decision::Compress { .. }) => {
-                Counters::bump(&self.counters.compressed)
+                Counters::bump(&self.counters.compressed);
+                if let Decision::Compress { coding, .. } = decision {
+                    Counters::bump(&self.counters.codings.get(coding).responses);
+                }
             }
             None => Counters::bump(&self.counters.decompressed),
         }
@@ -381,7 +407,33 @@ impl Proxy {
         } else {
             self.flush
         };
-        (decision, flush, permit)
+        (decision, flush, permit, encoder)
+    }
+
+    /// The memory a compressing stream of `coding` holds, taken from the gate: up to
+    /// `coalesce` bytes of input and about as much output, plus the encoder's own state
+    /// ([`Codings::memory`]). When the gate refuses a windowed coding, the stateless gzip
+    /// encoder (no state of its own) is tried, if the client accepts gzip and it is offered:
+    /// then the second value names it. `None` when even that is refused: the response passes,
+    /// counted as a budget bypass.
+    fn memory_for(
+        &self,
+        request: &RequestFacts,
+        response: &ResponseFacts,
+        coding: Coding,
+    ) -> Option<(Option<Permit>, Option<Coding>)> {
+        let buffers = 2 * self.flush.coalesce as u64;
+        let state = self.codings.memory(coding, response.content_length) as u64;
+        if let Some(permit) = self.memory.try_acquire(buffers + state) {
+            return Some((Some(permit), None));
+        }
+        let gzip_offered = self.rules.offered.contains(&Coding::Gzip);
+        if state == 0 || !gzip_offered || !request.accept_encoding.accepts(Coding::Gzip) {
+            return None;
+        }
+        let permit = self.memory.try_acquire(buffers)?;
+        debug!(%coding, "memory gate: falling back to stateless gzip");
+        Some((Some(permit), Some(Coding::Gzip)))
     }
 
     /// Phase 5: the body the client gets.
@@ -389,6 +441,7 @@ impl Proxy {
         &self,
         decision: Decision,
         flush: FlushPolicy,
+        encoder: Option<BodyEncoder>,
         head: &ResponseParts,
         upstream: UpstreamBody,
         mut log: AccessLog,
@@ -406,14 +459,9 @@ impl Proxy {
                 coding,
                 payload: Payload::Transform,
             } => {
-                let format = match coding {
-                    Coding::Gzip => Format::Gzip,
-                    // HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2).
-                    Coding::Deflate => Format::Zlib,
-                };
-                let encoder = BodyEncoder::new(format, self.level);
+                let encoder = encoder.unwrap_or_else(|| self.codings.encoder(coding, None));
                 let step_down = self.throttle.step_down.clone();
-                ResponseBody::compress(upstream, log, |body, meter| {
+                ResponseBody::compress(upstream, log, coding, |body, meter| {
                     CompressBody::new(body, encoder, flush, meter).with_step_down(step_down)
                 })
             }

@@ -147,6 +147,9 @@ fn flags(args: &ProxyArgs) -> RawConfig {
         access_log: args.no_access_log.then_some(false),
         compression: RawCompression {
             level: args.level.map(i64::from),
+            encodings: args.encodings.clone(),
+            zstd_level: args.zstd_level.map(i64::from),
+            br_level: args.br_level.map(i64::from),
             min_length: args.min_length.map(quantity),
             ..RawCompression::default()
         },

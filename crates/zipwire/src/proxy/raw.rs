@@ -112,8 +112,12 @@ pub struct RawCompression {
     pub min_length: Option<Quantity>,
     /// `types`: media type patterns.
     pub types: Option<Vec<String>>,
-    /// `codings`: `gzip`, `deflate`, most preferred first.
-    pub codings: Option<Vec<String>>,
+    /// `encodings`: `zstd`, `br`, `gzip`, `deflate`, most preferred first.
+    pub encodings: Option<Vec<String>>,
+    /// `zstd_level`: 1-19.
+    pub zstd_level: Option<i64>,
+    /// `br_level`: 0-11.
+    pub br_level: Option<i64>,
     /// `coalesce`: bytes gathered per encoder call.
     pub coalesce: Option<Quantity>,
     /// `flush_delay`: longest wait for more input.
@@ -234,7 +238,9 @@ impl RawConfig {
                 level: top.compression.level.or(self.compression.level),
                 min_length: top.compression.min_length.or(self.compression.min_length),
                 types: top.compression.types.or(self.compression.types),
-                codings: top.compression.codings.or(self.compression.codings),
+                encodings: top.compression.encodings.or(self.compression.encodings),
+                zstd_level: top.compression.zstd_level.or(self.compression.zstd_level),
+                br_level: top.compression.br_level.or(self.compression.br_level),
                 coalesce: top.compression.coalesce.or(self.compression.coalesce),
                 flush_delay: top.compression.flush_delay.or(self.compression.flush_delay),
                 offload: top.compression.offload.or(self.compression.offload),

@@ -74,7 +74,9 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         .iter()
         .map(|coding| quote(coding.as_str()))
         .collect();
-    writeln!(out, "codings = [{}]", codings.join(", "))?;
+    writeln!(out, "encodings = [{}]", codings.join(", "))?;
+    writeln!(out, "zstd_level = {}", compression.zstd_level.get())?;
+    writeln!(out, "br_level = {}", compression.br_level.get())?;
     writeln!(
         out,
         "coalesce = {}",

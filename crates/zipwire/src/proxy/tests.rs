@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 43);
+    assert_eq!(example.len(), 45);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -141,7 +141,9 @@ fn every_key_is_applied() {
         level = 6
         min_length = "1k"
         types = ["text/*", "application/json"]
-        codings = ["deflate", "gzip"]
+        encodings = ["br", "deflate", "gzip"]
+        zstd_level = 3
+        br_level = 5
         coalesce = "16k"
         flush_delay = "0s"
         offload = false
@@ -195,7 +197,9 @@ fn every_key_is_applied() {
     assert_eq!(c.rules.min_length, 1024);
     let types: Vec<String> = c.rules.types.iter().map(ToString::to_string).collect();
     assert_eq!(types, ["text/*", "application/json"]);
-    assert_eq!(c.rules.offered, [Coding::Deflate, Coding::Gzip]);
+    assert_eq!(c.rules.offered, [Coding::Br, Coding::Deflate, Coding::Gzip]);
+    assert_eq!(c.zstd_level.get(), 3);
+    assert_eq!(c.br_level.get(), 5);
     assert_eq!(c.flush.coalesce, 16 * 1024);
     assert_eq!(c.flush.delay, Duration::ZERO);
     assert!(!c.offload);
@@ -317,9 +321,13 @@ fn rejections_name_the_key() {
         ("[compression]\nmin_length = 1.5", "compression.min_length: 1.5 is not a whole number of bytes"),
         ("[compression]\nmin_length = \"2kb\"", "compression.min_length: '2kb' is not a size"),
         ("[compression]\ntypes = [\"text/html\", \"html\"]", "compression.types[1]: 'html' is not a media type pattern"),
-        ("[compression]\ncodings = [\"br\"]", "compression.codings[0]: 'br' is not a coding the proxy produces (gzip, deflate)"),
-        ("[compression]\ncodings = [\"gzip\", \"GZIP\"]", "compression.codings[1]: 'GZIP' is listed twice"),
-        ("[compression]\ncodings = []", "compression.codings: empty"),
+        ("[compression]\nencodings = [\"lzma\"]", "compression.encodings[0]: 'lzma' is not a coding the proxy produces (zstd, br, gzip, deflate)"),
+        ("[compression]\nencodings = [\"zstd\", \"ZSTD\"]", "compression.encodings[1]: 'ZSTD' is listed twice"),
+        ("[compression]\nencodings = []", "compression.encodings: empty"),
+        ("[compression]\nzstd_level = 0", "compression.zstd_level: 0 is not a zstd level 1-19"),
+        ("[compression]\nzstd_level = 22", "compression.zstd_level: 22 is not a zstd level 1-19"),
+        ("[compression]\nbr_level = 12", "compression.br_level: 12 is not a brotli level 0-11"),
+        ("[compression]\nbr_level = -1", "compression.br_level: -1 is not a brotli level 0-11"),
         ("[compression]\ncoalesce = 0", "compression.coalesce: 0 is not within 1-16MiB"),
         ("[compression]\ncoalesce = \"1g\"", "compression.coalesce: 1GiB is not within 1-16MiB"),
         ("[compression]\nflush_delay = \"soon\"", "compression.flush_delay: 'soon' is not a duration"),
@@ -427,6 +435,12 @@ fn flags_override_the_file() {
             "8",
             "--level",
             "9",
+            "--encodings",
+            "br,gzip",
+            "--zstd-level",
+            "4",
+            "--br-level",
+            "0",
             "--admin",
             "[::1]:9901",
             "--min-length",
@@ -450,6 +464,9 @@ fn flags_override_the_file() {
     assert_eq!(config.upstreams, [upstream("c:1"), upstream("d:80")]);
     assert_eq!(config.threads, 8);
     assert_eq!(config.compression.level, Level::BEST);
+    assert_eq!(config.compression.rules.offered, [Coding::Br, Coding::Gzip]);
+    assert_eq!(config.compression.zstd_level.get(), 4);
+    assert_eq!(config.compression.br_level.get(), 0);
     assert_eq!(config.admin, Some("[::1]:9901".parse().expect("addr")));
     assert_eq!(config.compression.rules.min_length, 1024);
     assert_eq!(config.budget.max_cpu, Some(90.0));
@@ -565,6 +582,8 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
     let rows: &[(&[&str], &str)] = &[
         (&["--level", "12"], "--level"),
         (&["--level", "0"], "--level"),
+        (&["--zstd-level", "20"], "--zstd-level"),
+        (&["--br-level", "12"], "--br-level"),
         (&["--threads", "0"], "--threads"),
         (
             &["--upstream", "ftp://x"],

@@ -14,7 +14,8 @@ use std::time::Duration;
 use http::HeaderValue;
 use zipwire_codec::Level;
 use zipwire_proxy::{
-    CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream, UpstreamRoots,
+    BrotliLevel, CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream,
+    UpstreamRoots, ZstdLevel,
 };
 
 use crate::proxy::raw::{Quantity, RawConfig, RawHttp2, RawTls};
@@ -141,8 +142,30 @@ impl TryFrom<RawConfig> for ProxyConfig {
                 })
                 .collect::<Result<_, _>>()?;
         }
-        if let Some(codings) = &raw_compression.codings {
-            compression.rules.offered = codings_list(codings)?;
+        if let Some(names) = &raw_compression.encodings {
+            compression.rules.offered = codings_list(names)?;
+        }
+        if let Some(level) = raw_compression.zstd_level {
+            compression.zstd_level = u8::try_from(level)
+                .ok()
+                .and_then(ZstdLevel::new)
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        "compression.zstd_level",
+                        format!("{level} is not a zstd level 1-{}", ZstdLevel::MAX),
+                    )
+                })?;
+        }
+        if let Some(level) = raw_compression.br_level {
+            compression.br_level = u8::try_from(level)
+                .ok()
+                .and_then(BrotliLevel::new)
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        "compression.br_level",
+                        format!("{level} is not a brotli level 0-{}", BrotliLevel::MAX),
+                    )
+                })?;
         }
         if let Some(coalesce) = &raw_compression.coalesce {
             let bytes = size_in("compression.coalesce", coalesce, 1..=16 << 20)?;
@@ -403,20 +426,22 @@ fn ca_file(path: &str) -> Result<UpstreamRoots, ConfigError> {
         .map_err(|problem| ConfigError::new(KEY, format!("{path}: {problem}")))
 }
 
+/// The `encodings` list: known names, each once, at least one.
 fn codings_list(names: &[String]) -> Result<Vec<Coding>, ConfigError> {
+    let list_key = "compression.encodings";
     if names.is_empty() {
         return Err(ConfigError::new(
-            "compression.codings",
-            "empty: name gzip, deflate or both (leave types empty to compress nothing)",
+            list_key,
+            "empty: name zstd, br, gzip or deflate (leave types empty to compress nothing)",
         ));
     }
     let mut codings = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
-        let key = || format!("compression.codings[{i}]");
+        let key = || format!("{list_key}[{i}]");
         let coding = Coding::from_name(name.as_bytes()).ok_or_else(|| {
             ConfigError::new(
                 key(),
-                format!("'{name}' is not a coding the proxy produces (gzip, deflate)"),
+                format!("'{name}' is not a coding the proxy produces (zstd, br, gzip, deflate)"),
             )
         })?;
         if codings.contains(&coding) {

@@ -1,7 +1,6 @@
 //! [`CompressBody`]: compresses an upstream body as it streams, in encoder calls gathered
 //! by a [`FlushPolicy`].
 
-use std::cell::RefCell;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
@@ -15,56 +14,19 @@ use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame};
 use tokio::time::Sleep;
-use zipwire_codec::{Encoder, Format, Level, Scratch, StatefulEncoder};
 
 use super::{recoded_trailers, BodyError, BodyMeter, FlushPolicy, State};
+use crate::encode::codings::{BodyEncoder, Flush};
 
-thread_local! {
-    /// One encoder scratch per runtime thread, shared by every stream that thread polls.
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
-}
-
-/// The encoder a [`CompressBody`] drives: the stateless one for levels 1-3, zlib-rs with a
-/// 32 KB window for levels 4-9.
-pub enum BodyEncoder {
-    /// Levels 1-3: a few bytes of state per stream; each call is compressed on its own, so
-    /// [`FlushPolicy::coalesce`] sets the ratio. Follows the step-down switch.
-    Stateless(Encoder),
-    /// Levels 4-9: about 256 KB per stream; later calls refer back to earlier data. Follows
-    /// the step-down switch one way: once it is seen set, the rest of the body goes out as
-    /// stored blocks ([`StatefulEncoder::store_rest`]), even if the budget recovers.
-    Stateful(StatefulEncoder),
-}
-
-impl BodyEncoder {
-    /// A fresh stream of `format` at `level`, stateless when the level allows it.
-    pub fn new(format: Format, level: Level) -> BodyEncoder {
-        match Encoder::new(format, level) {
-            Ok(encoder) => BodyEncoder::Stateless(encoder),
-            Err(_) => BodyEncoder::Stateful(StatefulEncoder::new(format, level)),
-        }
-    }
-}
-
-impl From<Encoder> for BodyEncoder {
-    fn from(encoder: Encoder) -> BodyEncoder {
-        BodyEncoder::Stateless(encoder)
-    }
-}
-
-impl From<StatefulEncoder> for BodyEncoder {
-    fn from(encoder: StatefulEncoder) -> BodyEncoder {
-        BodyEncoder::Stateful(encoder)
-    }
-}
-
-impl fmt::Debug for BodyEncoder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BodyEncoder::Stateless(encoder) => f.debug_tuple("Stateless").field(encoder).finish(),
-            BodyEncoder::Stateful(encoder) => f.debug_tuple("Stateful").field(encoder).finish(),
-        }
-    }
+/// Why an encoder call is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    /// The call is full and more of the body follows.
+    Full,
+    /// The upstream paused: what was gathered must reach the client decodable.
+    Pause,
+    /// The body ended.
+    Final,
 }
 
 /// Smallest growth of the input buffer, so a body arriving in small frames is not copied on
@@ -85,12 +47,17 @@ pub struct CompressBody<B: Body> {
     trailers: Option<HeaderMap>,
     state: State,
     store_only: Option<Arc<AtomicBool>>,
+    /// A windowed encoder may hold input of full calls back: a pause must flush it even when
+    /// nothing new was gathered.
+    unflushed: bool,
     meter: Arc<BodyMeter>,
 }
 
 impl<B: Body> CompressBody<B> {
-    /// Wraps `inner`, compressing with `encoder` (a fresh stream: an [`Encoder`] of levels
-    /// 1-3, a [`StatefulEncoder`], or a [`BodyEncoder`]).
+    /// Wraps `inner`, compressing with `encoder` (a fresh stream of any coding: a
+    /// [`BodyEncoder`], or an encoder that converts into one, such as
+    /// [`zipwire_codec::Encoder`] for gzip levels 1-3 or a
+    /// [`ZstdEncoder`](crate::encode::codings::ZstdEncoder)).
     pub fn new(
         inner: B,
         encoder: impl Into<BodyEncoder>,
@@ -108,13 +75,14 @@ impl<B: Body> CompressBody<B> {
             trailers: None,
             state: State::Streaming,
             store_only: None,
+            unflushed: false,
             meter,
         }
     }
 
-    /// Follows a budget's step-down switch: while it is set, calls of a stateless encoder write
-    /// stored blocks; a stateful encoder (levels 4-9) writes the rest of the body as stored
-    /// blocks once it has seen the switch set.
+    /// Follows a budget's step-down switch: while it is set, calls of a stateless gzip encoder
+    /// write stored blocks; the other encoders stop compressing for the rest of the body once
+    /// they have seen the switch set ([`Encode::step_down`](crate::encode::codings::Encode)).
     pub fn with_step_down(mut self, store_only: Arc<AtomicBool>) -> CompressBody<B> {
         self.store_only = Some(store_only);
         self
@@ -155,9 +123,21 @@ impl<B: Body> CompressBody<B> {
     /// one 77 KB call, but compress 12% faster (on the haproxy.org page the encoder finds
     /// fewer, costlier matches in a smaller window) and hold half the memory while gathering.
     /// A body of unknown length is cut every `coalesce` bytes.
+    ///
+    /// A windowed encoder (zstd, brotli) refers back across calls, so a body of known length
+    /// up to two calls is one call, compressed and freed at once (see
+    /// [`crate::encode::codings`]); a longer one is cut every `coalesce` bytes.
     fn call_size(&self, first: usize, rest: Option<u64>) -> usize {
         let coalesce = self.policy.coalesce.max(1);
         match rest {
+            Some(rest) if self.encoder.as_encode().is_windowed() => {
+                let body = rest.saturating_add(first as u64);
+                if body <= 2 * coalesce as u64 {
+                    usize::try_from(body).map_or(coalesce, |call| call.max(1))
+                } else {
+                    coalesce
+                }
+            }
             Some(rest) => {
                 let body = rest.saturating_add(first as u64);
                 let calls = body.div_ceil(coalesce as u64).max(1);
@@ -173,7 +153,7 @@ impl<B: Body> CompressBody<B> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !self.unflushed {
             return Poll::Pending;
         }
         if !self.policy.delay.is_zero() {
@@ -188,48 +168,26 @@ impl<B: Body> CompressBody<B> {
                 return Poll::Pending;
             }
         }
-        Poll::Ready(Some(Ok(Frame::data(self.compress(false)))))
+        self.compress(Call::Pause)
     }
 
-    /// Runs one encoder call over the gathered input.
-    fn compress(&mut self, is_final: bool) -> Bytes {
+    /// Runs one encoder call over the gathered input and makes the frame of its output:
+    /// nothing (pending) when the encoder kept a full call back for better matches.
+    fn compress(&mut self, call: Call) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let started = Instant::now();
         let mut out = Vec::with_capacity(self.pending.len() / 2 + 64);
-        // The state machine calls `finish` once, in `State::Streaming`, and nothing after, so
-        // neither encoder can report `EncodeError::Finished`.
-        let result = match &mut self.encoder {
-            BodyEncoder::Stateless(encoder) => {
-                if let Some(flag) = &self.store_only {
-                    encoder.set_store_only(flag.load(Ordering::Relaxed));
-                }
-                SCRATCH.with(|scratch| {
-                    let mut scratch = scratch.borrow_mut();
-                    if is_final {
-                        encoder.finish(&mut scratch, &self.pending, &mut out)
-                    } else {
-                        encoder.encode(&mut scratch, &self.pending, &mut out)
-                    }
-                })
-            }
-            BodyEncoder::Stateful(encoder) => {
-                if self
-                    .store_only
-                    .as_ref()
-                    .is_some_and(|flag| flag.load(Ordering::Relaxed))
-                {
-                    encoder.store_rest();
-                }
-                if is_final {
-                    encoder.finish(&self.pending, &mut out)
-                } else {
-                    encoder.encode(&self.pending, &mut out)
-                }
-            }
+        let encoder = self.encoder.as_encode_mut();
+        if let Some(flag) = &self.store_only {
+            encoder.step_down(flag.load(Ordering::Relaxed));
+        }
+        let result = match call {
+            Call::Full => encoder.encode(&self.pending, Flush::Continue, &mut out),
+            Call::Pause => encoder.encode(&self.pending, Flush::Sync, &mut out),
+            Call::Final => encoder.finish(&self.pending, &mut out),
         };
-        debug_assert!(result.is_ok(), "encoder used after finish");
         self.meter
             .record(self.pending.len(), out.len(), started.elapsed());
-        if is_final {
+        if call == Call::Final {
             // Nothing more will be gathered: give the buffer back now rather than when the
             // client has read the last frame.
             self.pending = Vec::new();
@@ -237,12 +195,22 @@ impl<B: Body> CompressBody<B> {
             self.pending.clear();
         }
         self.timer = None;
+        self.unflushed = call == Call::Full && self.encoder.as_encode().is_windowed();
+        if let Err(failure) = result {
+            self.state = State::Done;
+            return Poll::Ready(Some(Err(BodyError::Encode(failure))));
+        }
+        if call == Call::Final {
+            self.state = State::Trailers;
+        } else if out.is_empty() {
+            return Poll::Pending;
+        }
         // The frame waits in the connection's queue until the client reads it: do not keep the
         // unused half of the estimate with it (shrinking in place costs no copy in practice).
         if out.capacity() - out.len() > 4096 {
             out.shrink_to_fit();
         }
-        Bytes::from(out)
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))))
     }
 }
 
@@ -281,11 +249,7 @@ where
                         this.state = State::Done;
                         return Poll::Ready(Some(Err(BodyError::Upstream(e.into()))));
                     }
-                    Poll::Ready(None) => {
-                        let last = this.compress(true);
-                        this.state = State::Trailers;
-                        return Poll::Ready(Some(Ok(Frame::data(last))));
-                    }
+                    Poll::Ready(None) => return this.compress(Call::Final),
                     Poll::Pending => return this.wait_for_more(cx),
                 },
             };
@@ -310,7 +274,11 @@ where
             // A full call goes out now, unless it is the body's last: that one waits for the
             // end, so it can be the final block.
             if this.pending.len() >= this.call && more {
-                return Poll::Ready(Some(Ok(Frame::data(this.compress(false)))));
+                match this.compress(Call::Full) {
+                    // The encoder kept the call back: go on reading.
+                    Poll::Pending => continue,
+                    ready => return ready,
+                }
             }
         }
     }

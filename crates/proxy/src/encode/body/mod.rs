@@ -15,7 +15,8 @@
 //! (`Content-Digest`, `Repr-Digest`, `Content-MD5`, `Digest`), which the response head loses
 //! too.
 //!
-//! - `compress`: [`CompressBody`] and the [`BodyEncoder`] it drives.
+//! - `compress`: [`CompressBody`], which drives a [`BodyEncoder`] of any coding
+//!   ([`crate::encode::codings`]).
 //! - `gunzip`: [`DecompressBody`].
 
 use std::error::Error as StdError;
@@ -32,7 +33,8 @@ use zipwire_codec::DecodeError;
 mod compress;
 mod gunzip;
 
-pub use compress::{BodyEncoder, CompressBody};
+pub use crate::encode::codings::BodyEncoder;
+pub use compress::CompressBody;
 pub use gunzip::DecompressBody;
 
 /// How a [`CompressBody`] groups upstream data into encoder calls.
@@ -77,6 +79,8 @@ pub struct BodyMeter {
     /// Server-wide totals that every call is added to as well, so that a budget sees a long
     /// stream's work while it runs, not when it ends.
     totals: Option<Arc<BodyMeter>>,
+    /// The totals of the stream's coding, added to as well.
+    coding: Option<Arc<BodyMeter>>,
 }
 
 impl BodyMeter {
@@ -88,9 +92,19 @@ impl BodyMeter {
         }
     }
 
+    /// Also adds every call to `coding`, the totals of the stream's coding.
+    pub fn with_coding_totals(mut self, coding: Arc<BodyMeter>) -> BodyMeter {
+        self.coding = Some(coding);
+        self
+    }
+
     fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration) {
         let busy = busy.as_nanos().min(u128::from(u64::MAX)) as u64;
-        for meter in std::iter::once(self).chain(self.totals.as_deref()) {
+        let totals = self.totals.as_deref().into_iter();
+        for meter in std::iter::once(self)
+            .chain(totals)
+            .chain(self.coding.as_deref())
+        {
             meter.bytes_in.fetch_add(bytes_in as u64, Ordering::Relaxed);
             meter
                 .bytes_out
@@ -108,6 +122,8 @@ pub enum BodyError {
     Upstream(Box<dyn StdError + Send + Sync>),
     /// The upstream's gzip body does not decode.
     Decode(DecodeError),
+    /// The encoder failed (zstd or brotli out of memory): the response is incomplete.
+    Encode(crate::encode::codings::EncodeFailure),
 }
 
 impl fmt::Display for BodyError {
@@ -115,6 +131,7 @@ impl fmt::Display for BodyError {
         match self {
             BodyError::Upstream(e) => write!(f, "upstream body failed: {e}"),
             BodyError::Decode(e) => crate::error::describe_gunzip_failure(e, f),
+            BodyError::Encode(e) => write!(f, "{e}"),
         }
     }
 }
@@ -124,6 +141,7 @@ impl StdError for BodyError {
         match self {
             BodyError::Upstream(e) => Some(e.as_ref()),
             BodyError::Decode(e) => Some(e),
+            BodyError::Encode(_) => None,
         }
     }
 }

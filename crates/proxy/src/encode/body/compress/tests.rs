@@ -416,7 +416,8 @@ async fn stateful_levels_stream_through_the_same_body() {
         .collect();
     let upstream = http_body_util::StreamBody::new(futures_iter(frames));
     let encoder = BodyEncoder::new(Format::Zlib, Level::DEFAULT);
-    assert!(matches!(encoder, BodyEncoder::Stateful(_)));
+    // The stateful encoder holds zlib-rs's state; the stateless one none.
+    assert!(encoder.as_encode().memory() > 0);
     let policy = FlushPolicy {
         coalesce: 16 * 1024,
         delay: Duration::from_secs(1),
@@ -426,10 +427,8 @@ async fn stateful_levels_stream_through_the_same_body() {
     let plain =
         zipwire_codec::decompress(Format::Zlib, &wire, Limits::default()).expect("valid zlib");
     assert_eq!(plain, data);
-    assert!(matches!(
-        BodyEncoder::new(Format::Gzip, Level::MAX_STATELESS),
-        BodyEncoder::Stateless(_)
-    ));
+    let stateless = BodyEncoder::new(Format::Gzip, Level::MAX_STATELESS);
+    assert_eq!(stateless.as_encode().memory(), 0);
 }
 
 #[tokio::test]
@@ -509,4 +508,122 @@ async fn the_final_block_ends_the_body_unless_trailers_follow() {
         }
         assert!(body.frame().await.is_none());
     }
+}
+
+/// zstd and brotli refer back across calls: a body of known length up to two calls is one
+/// call (its state lives for that call only), a longer one is cut every `coalesce` bytes, and
+/// either decodes. gzip's stateless calls stay equal halves.
+#[tokio::test]
+async fn a_windowed_coding_gets_a_known_length_body_of_two_calls_in_one() {
+    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    const K: usize = 64 * 1024;
+    let make = |coding: &str| -> BodyEncoder {
+        match coding {
+            "zstd" => ZstdEncoder::new(ZstdLevel::DEFAULT, 17).into(),
+            "br" => BrotliEncoder::new(BrotliLevel::DEFAULT, 17).into(),
+            _ => BodyEncoder::new(Format::Gzip, Level::FAST),
+        }
+    };
+    for (coding, len, call) in [
+        ("zstd", 77_000, 77_000),
+        ("br", 77_000, 77_000),
+        ("gzip", 77_000, 38_500),
+        ("zstd", 200_000, K),
+        ("br", 200_000, K),
+    ] {
+        let data = text(len);
+        let upstream = Frames::new(&data, 10_000, true);
+        let meter = Arc::new(BodyMeter::default());
+        let body = CompressBody::new(
+            upstream,
+            make(coding),
+            policy(Duration::from_secs(1)),
+            meter,
+        );
+        let rest = (len - 10_000) as u64;
+        assert_eq!(
+            body.call_size(10_000, Some(rest)),
+            call,
+            "{coding}, {len} bytes"
+        );
+        let (wire, _) = drain(body).await;
+        let plain = match coding {
+            "zstd" => ::zstd::stream::decode_all(&wire[..]).expect("valid zstd"),
+            "br" => {
+                let mut plain = Vec::new();
+                let mut decoder = ::brotli::Decompressor::new(&wire[..], 4096);
+                std::io::Read::read_to_end(&mut decoder, &mut plain).expect("valid brotli");
+                plain
+            }
+            _ => gunzip(&wire),
+        };
+        assert_eq!(plain, data, "{coding}, {len} bytes");
+    }
+}
+
+/// A zstd or brotli encoder keeps full calls of a stream back for better matches: when the
+/// upstream then pauses with nothing new gathered, what it holds is still flushed after the
+/// delay, and decodes.
+#[tokio::test(start_paused = true)]
+async fn a_pause_flushes_what_a_windowed_encoder_held_back() {
+    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    let sent = text(4_000);
+    for zstd in [true, false] {
+        let encoder: BodyEncoder = if zstd {
+            ZstdEncoder::new(ZstdLevel::DEFAULT, 19).into()
+        } else {
+            BrotliEncoder::new(BrotliLevel::DEFAULT, 19).into()
+        };
+        let (tx, upstream) = channel();
+        let policy = FlushPolicy {
+            coalesce: 1_000,
+            delay: Duration::from_millis(20),
+        };
+        let meter = Arc::new(BodyMeter::default());
+        let mut body = Box::pin(CompressBody::new(upstream, encoder, policy, meter));
+        // Four full calls, then the upstream pauses.
+        tx.send(Ok(Frame::data(Bytes::from(sent.clone()))))
+            .await
+            .expect("open");
+        let mut wire = Vec::new();
+        let started = tokio::time::Instant::now();
+        while decoded_prefix(zstd, &wire).len() < sent.len() {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("flushed within the delay")
+                .expect("a frame")
+                .expect("no error");
+            wire.extend_from_slice(&frame.into_data().expect("data"));
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "zstd {zstd}");
+        assert_eq!(decoded_prefix(zstd, &wire), sent, "zstd {zstd}");
+        drop(tx);
+        while let Some(frame) = body.frame().await {
+            wire.extend_from_slice(&frame.expect("no error").into_data().expect("data"));
+        }
+        assert_eq!(
+            decoded_prefix(zstd, &wire),
+            sent,
+            "zstd {zstd}: whole stream"
+        );
+    }
+}
+
+/// What a streaming zstd or brotli decoder gives for the bytes received so far.
+fn decoded_prefix(zstd: bool, wire: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut reader: Box<dyn Read + '_> = if zstd {
+        Box::new(::zstd::stream::read::Decoder::new(wire).expect("decoder"))
+    } else {
+        Box::new(::brotli::Decompressor::new(wire, 4096))
+    };
+    let mut plain = Vec::new();
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        plain.extend_from_slice(&buf[..n]);
+    }
+    plain
 }
