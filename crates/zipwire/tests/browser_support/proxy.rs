@@ -31,14 +31,6 @@ fn binary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zipwire"))
 }
 
-/// Whether this build of zipwire has TLS listeners (`--tls-listen`).
-pub fn has_tls() -> bool {
-    binary()
-        .args(["proxy", "--help"])
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--tls-listen"))
-}
-
 impl Proxy {
     /// Starts the proxy in front of `origin` and waits until both listeners accept.
     pub fn start(origin: SocketAddr) -> Result<Proxy, String> {
