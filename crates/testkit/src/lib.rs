@@ -9,6 +9,7 @@
 //!   [`splits`] cuts an input into call lengths and [`split_input`] applies them.
 //! - Tools: [`require_tool`] and [`run_with_stdin`] run `gzip`, `pigz`, `python3` and friends.
 //! - Failures: [`save_failure`] writes a failing input to a file and prints its path.
+//! - TLS: [`tls::AnyCertificate`] lets a test client accept a server's throw-away certificate.
 //!
 //! # Missing corpus or tool
 //!
@@ -31,6 +32,8 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod tls;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
