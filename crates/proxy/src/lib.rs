@@ -103,7 +103,9 @@ pub mod fuzzing;
 pub use decide::{headers, negotiate};
 pub use encode::{body, codings};
 
-pub use body::{BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy};
+pub use body::{
+    BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy, GatherGate,
+};
 pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, run_blocking_with, Server};

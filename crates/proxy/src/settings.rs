@@ -207,6 +207,10 @@ impl Default for Compression {
     }
 }
 
+/// The default [`BudgetLimits::gather_memory`]: 16 MiB, room for about 400 calls of the
+/// flush policy's size being gathered at once, far more than one core compresses at a time.
+pub const DEFAULT_GATHER_MEMORY: u64 = 16 << 20;
+
 /// Limits on the resources compression may use. Over a limit, new responses pass uncompressed
 /// and running ones step down to stored blocks, until usage falls back below the limit by the
 /// hysteresis margin.
@@ -220,6 +224,11 @@ pub struct BudgetLimits {
     pub max_rate: Option<u64>,
     /// Total bytes of compression buffers held by open streams. `None`: no limit.
     pub max_memory: Option<u64>,
+    /// Input bytes all compressing responses together may hold while they gather encoder
+    /// calls; a response that finds it spent waits with its input unread upstream (HAProxy's
+    /// buffer wait queue, `tune.buffers.limit`). Default 16 MiB; see
+    /// [`GatherGate`](crate::encode::body::GatherGate).
+    pub gather_memory: u64,
     /// How far below a limit usage must fall before compression resumes, as a fraction of the
     /// limit. Default 0.1.
     pub hysteresis: f64,
@@ -233,6 +242,7 @@ impl Default for BudgetLimits {
             max_cpu: None,
             max_rate: None,
             max_memory: None,
+            gather_memory: DEFAULT_GATHER_MEMORY,
             hysteresis: 0.1,
             window: Duration::from_secs(1),
         }

@@ -22,6 +22,38 @@ impl Body for ChannelBody {
     }
 }
 
+/// A body of known length that arrives through a channel: its size hint counts down what is
+/// left, as hyper's does for a `Content-Length` body.
+pub(crate) struct Announced {
+    inner: ChannelBody,
+    left: u64,
+}
+
+impl Announced {
+    /// `inner`, announced as `len` bytes long.
+    pub(crate) fn new(inner: ChannelBody, len: u64) -> Announced {
+        Announced { inner, left: len }
+    }
+}
+
+impl Body for Announced {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            let n = frame.data_ref().map_or(0, |data| data.len() as u64);
+            self.left = self.left.saturating_sub(n);
+        }
+        polled
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.left)
+    }
+}
+
 /// A channel body and the sender that feeds it.
 pub(crate) fn channel() -> (mpsc::Sender<Item>, ChannelBody) {
     let (tx, rx) = mpsc::channel(64);

@@ -139,6 +139,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
     pub max_memory: Option<u64>,
 
+    /// Input bytes all responses together may hold while gathering encoder calls; past it a
+    /// response waits with its input unread upstream [default: 16MiB]
+    #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
+    pub gather_memory: Option<u64>,
+
     /// Longest pause between two reads of a request body before the upload is abandoned (408)
     /// [default: 60s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

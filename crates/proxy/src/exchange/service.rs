@@ -39,7 +39,7 @@ use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
 use crate::decide::negotiate::Coding;
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
-use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy};
+use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate};
 use crate::encode::codings::Codings;
 use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
@@ -66,6 +66,8 @@ pub(crate) struct Proxy {
     counters: Arc<Counters>,
     throttle: Throttle,
     memory: MemoryGate,
+    /// The budget compressing bodies gather their calls in.
+    gather: GatherGate,
     /// The request head limit ([`ClientLimits::max_header_bytes`]), checked here: hyper's
     /// own check comes before its 414 and would hide it.
     ///
@@ -125,6 +127,7 @@ impl Proxy {
             counters,
             throttle,
             memory,
+            gather: GatherGate::new(config.budget.gather_memory),
             max_head: config.limits.max_header_bytes,
             upgrade_idle: config.timeouts.upgrade_idle,
         }
@@ -461,8 +464,11 @@ impl Proxy {
             } => {
                 let encoder = encoder.unwrap_or_else(|| self.codings.encoder(coding, None));
                 let step_down = self.throttle.step_down.clone();
+                let gather = self.gather.clone();
                 ResponseBody::compress(upstream, log, coding, |body, meter| {
-                    CompressBody::new(body, encoder, flush, meter).with_step_down(step_down)
+                    CompressBody::new(body, encoder, flush, meter)
+                        .with_step_down(step_down)
+                        .with_gather_gate(gather)
                 })
             }
             Decision::Decompress {

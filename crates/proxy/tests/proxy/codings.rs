@@ -208,20 +208,6 @@ async fn concurrent_zstd_streams_past_the_memory_cap_come_as_gzip() {
     );
 }
 
-/// Runs the futures concurrently and returns their outputs in order.
-async fn futures_join<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let tasks: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut outputs = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        outputs.push(task.await.expect("task finished"));
-    }
-    outputs
-}
-
 /// A slow origin's first bytes reach the client decodable before the body ends, in zstd and
 /// brotli too: the encoder flushes when the upstream pauses.
 #[tokio::test]

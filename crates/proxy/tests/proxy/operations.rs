@@ -178,3 +178,44 @@ async fn admin_serves_stats_and_metrics() {
     let (head, _) = fetch(&client, "GET", &format!("http://{admin}/nope"), &[]).await;
     assert_eq!(head.status, 404);
 }
+
+/// A gather budget with room for one call at a time still serves every response, in turns:
+/// bodies of known and unknown length, one whose upstream stalls mid-body (it gives its share
+/// back after the stall time), and every body decodes to the origin's.
+#[tokio::test]
+async fn a_small_gather_budget_serves_every_response_in_turns() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.budget.gather_memory = 64 * 1024;
+    })
+    .await;
+    let client = client();
+    let paths = ["/stall.html", "/big", "/late-stream"]
+        .into_iter()
+        .chain(std::iter::repeat_n("/page.html", 20));
+    let fetches = paths.map(|path| {
+        let client = client.clone();
+        let url = proxy.url(path);
+        async move {
+            let (head, body) = fetch(&client, "GET", &url, GZIP).await;
+            assert_eq!(head.headers["content-encoding"], "gzip", "{url}");
+            (url, gunzip(&body))
+        }
+    });
+    let served = tokio::time::timeout(Duration::from_secs(30), futures_join(fetches))
+        .await
+        .expect("every response was served");
+    for (url, plain) in served {
+        let want = match url.rsplit('/').next() {
+            Some("stall.html") => html(150_000),
+            Some("big") => big(),
+            Some("late-stream") => html(10_000),
+            _ => html(50_000),
+        };
+        assert!(
+            plain == want,
+            "{url}: {} bytes, not the origin's",
+            plain.len()
+        );
+    }
+}

@@ -571,3 +571,17 @@ pub fn split_head(raw: &[u8]) -> (String, &[u8]) {
         &raw[end + 4..],
     )
 }
+
+/// Runs the futures concurrently and returns their outputs in order.
+pub async fn futures_join<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let tasks: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        outputs.push(task.await.expect("task finished"));
+    }
+    outputs
+}

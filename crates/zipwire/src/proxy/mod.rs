@@ -157,6 +157,7 @@ fn flags(args: &ProxyArgs) -> RawConfig {
             max_cpu: args.max_cpu,
             max_rate: args.max_rate.map(quantity),
             max_memory: args.max_memory.map(quantity),
+            gather_memory: args.gather_memory.map(quantity),
             ..RawBudget::default()
         },
         timeouts: RawTimeouts {

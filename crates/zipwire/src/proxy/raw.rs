@@ -140,6 +140,8 @@ pub struct RawBudget {
     pub max_rate: Option<Quantity>,
     /// `max_memory`: bytes of compression buffers.
     pub max_memory: Option<Quantity>,
+    /// `gather_memory`: bytes of input gathered for encoder calls.
+    pub gather_memory: Option<Quantity>,
     /// `hysteresis`: fraction of a limit.
     pub hysteresis: Option<f64>,
     /// `window`: measuring span.
@@ -254,6 +256,7 @@ impl RawConfig {
                 max_cpu: top.budget.max_cpu.or(self.budget.max_cpu),
                 max_rate: top.budget.max_rate.or(self.budget.max_rate),
                 max_memory: top.budget.max_memory.or(self.budget.max_memory),
+                gather_memory: top.budget.gather_memory.or(self.budget.gather_memory),
                 hysteresis: top.budget.hysteresis.or(self.budget.hysteresis),
                 window: top.budget.window.or(self.budget.window),
             },

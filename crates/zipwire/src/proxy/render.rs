@@ -109,6 +109,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         Some(memory) => writeln!(out, "max_memory = {}", size(memory))?,
         None => writeln!(out, "# max_memory: no limit")?,
     }
+    writeln!(out, "gather_memory = {}", size(budget.gather_memory))?;
     writeln!(out, "hysteresis = {:?}", budget.hysteresis)?;
     writeln!(out, "window = {}", quote(&format_duration(budget.window)))?;
 

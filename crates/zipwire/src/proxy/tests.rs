@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 45);
+    assert_eq!(example.len(), 46);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -153,6 +153,7 @@ fn every_key_is_applied() {
         max_cpu = 75.5
         max_rate = "8MiB"
         max_memory = 1000000
+        gather_memory = "4MiB"
         hysteresis = 0
         window = "500ms"
         [forwarding]
@@ -209,6 +210,7 @@ fn every_key_is_applied() {
     assert_eq!(b.max_cpu, Some(75.5));
     assert_eq!(b.max_rate, Some(8 << 20));
     assert_eq!(b.max_memory, Some(1_000_000));
+    assert_eq!(b.gather_memory, 4 << 20);
     assert_eq!(b.hysteresis, 0.0);
     assert_eq!(b.window, Duration::from_millis(500));
     assert!(!config.forwarding.x_forwarded_for);
@@ -337,6 +339,7 @@ fn rejections_name_the_key() {
         ("[budget]\nmax_cpu = nan", "budget.max_cpu: NaN is not a positive percentage"),
         ("[budget]\nmax_rate = 0", "budget.max_rate: 0 is below the minimum of 1"),
         ("[budget]\nmax_memory = \"-1k\"", "budget.max_memory: '-1k' is not a size"),
+        ("[budget]\ngather_memory = \"1k\"", "budget.gather_memory: 1KiB is below the minimum of 64KiB"),
         ("[budget]\nhysteresis = 1", "budget.hysteresis: 1 is not a fraction from 0 up to (not including) 1"),
         ("[budget]\nhysteresis = -0.1", "budget.hysteresis: -0.1 is not a fraction"),
         ("[budget]\nwindow = \"0s\"", "budget.window: must be longer than zero"),

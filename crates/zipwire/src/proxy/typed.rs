@@ -197,6 +197,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
         if let Some(max_memory) = &raw_budget.max_memory {
             budget.max_memory = Some(size_in("budget.max_memory", max_memory, 1..=u64::MAX)?);
         }
+        if let Some(gather) = &raw_budget.gather_memory {
+            budget.gather_memory = size_in("budget.gather_memory", gather, 64 * 1024..=u64::MAX)?;
+        }
         if let Some(hysteresis) = raw_budget.hysteresis {
             if !(0.0..1.0).contains(&hysteresis) {
                 return Err(ConfigError::new(

@@ -15,6 +15,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame};
 use tokio::time::Sleep;
 
+use super::gather::{GatherGate, Reserve, Share, STALL};
 use super::{recoded_trailers, BodyError, BodyMeter, FlushPolicy, State};
 use crate::encode::codings::{BodyEncoder, Flush};
 
@@ -37,7 +38,7 @@ const GROW_STEP: usize = 16 * 1024;
 pub struct CompressBody<B: Body> {
     inner: B,
     encoder: BodyEncoder,
-    pending: Vec<u8>,
+    pub(super) pending: Vec<u8>,
     /// Input bytes of the call being gathered (see [`Self::call_size`]).
     call: usize,
     /// The part of an upstream frame past the end of the last call, taken before anything new.
@@ -50,6 +51,8 @@ pub struct CompressBody<B: Body> {
     /// A windowed encoder may hold input of full calls back: a pause must flush it even when
     /// nothing new was gathered.
     unflushed: bool,
+    /// This body's share of the proxy's gather budget, if it has one ([`GatherGate`]).
+    share: Option<Share>,
     meter: Arc<BodyMeter>,
 }
 
@@ -76,8 +79,16 @@ impl<B: Body> CompressBody<B> {
             state: State::Streaming,
             store_only: None,
             unflushed: false,
+            share: None,
             meter,
         }
+    }
+
+    /// Gathers calls within `gate`'s budget: the input of each call is read only once the
+    /// budget has room for it (see [`GatherGate`]).
+    pub fn with_gather_gate(mut self, gate: GatherGate) -> CompressBody<B> {
+        self.share = Some(Share::new(gate));
+        self
     }
 
     /// Follows a budget's step-down switch: while it is set, calls of a stateless gzip encoder
@@ -149,26 +160,101 @@ impl<B: Body> CompressBody<B> {
 
     /// The upstream has nothing ready: compress what was gathered at once when the delay is
     /// zero, after `delay` when the body's length is unknown, else wait for the call to fill.
+    /// A share of the gather budget is held at most [`STALL`] while the upstream is silent:
+    /// then what was gathered is compressed, or the share given back if nothing was.
     fn wait_for_more(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        if self.pending.is_empty() && !self.unflushed {
+        let gathered = !self.pending.is_empty() || self.unflushed;
+        let holding = self.share.as_ref().is_some_and(|share| share.held() > 0);
+        let wait = if !gathered {
+            if !holding {
+                return Poll::Pending;
+            }
+            STALL
+        } else if self.policy.delay.is_zero() {
+            return self.compress(Call::Pause);
+        } else if self.gathers_whole_calls() {
+            if !holding {
+                return Poll::Pending;
+            }
+            STALL
+        } else {
+            self.policy.delay
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(wait)));
+        if timer.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
-        if !self.policy.delay.is_zero() {
-            if self.gathers_whole_calls() {
-                return Poll::Pending;
-            }
-            let delay = self.policy.delay;
-            let timer = self
-                .timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
-            if timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
+        if !gathered {
+            // The inner body holds the waker: the next input asks for a share again.
+            self.timer = None;
+            self.release_share();
+            return Poll::Pending;
         }
         self.compress(Call::Pause)
+    }
+
+    /// Takes the share of the gather budget that the next input needs, before it is read.
+    /// `Some` when the body must answer now instead: waiting for the budget, or a call cut
+    /// short because the share could not grow.
+    fn reserve_input(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Option<Poll<Option<Result<Frame<Bytes>, BodyError>>>> {
+        let rest = self.inner.size_hint().upper();
+        let carried = self.carry.as_ref().map_or(0, bytes::Buf::remaining);
+        if self.pending.is_empty() {
+            self.call = self.call_size(carried, rest);
+        }
+        // A known length takes its whole call before reading it (see `grow_pending`);
+        // otherwise the share grows with each frame read, before it is gathered.
+        let want = if rest.is_some() {
+            self.call
+        } else {
+            self.call.min(self.pending.len() + carried)
+        };
+        let share = self.share.as_mut()?;
+        if want == 0 {
+            return None;
+        }
+        match share.reserve(want, cx) {
+            Reserve::Ready => None,
+            Reserve::Unlimited => {
+                self.share = None;
+                None
+            }
+            Reserve::Cut if self.pending.is_empty() => None,
+            Reserve::Cut => match self.compress(Call::Full) {
+                // The encoder kept the call back; the share went with it, so this now waits
+                // in line or goes on.
+                Poll::Pending => self.reserve_input(cx),
+                ready => Some(ready),
+            },
+            Reserve::Wait if self.unflushed => Some(self.compress(Call::Pause)),
+            Reserve::Wait => {
+                // Hold nothing while waiting: the last call's buffer goes back too.
+                self.pending = Vec::new();
+                Some(Poll::Pending)
+            }
+        }
+    }
+
+    /// Bytes of input the share covers beyond what was gathered; `usize::MAX` without a
+    /// gate.
+    fn share_room(&self) -> usize {
+        self.share.as_ref().map_or(usize::MAX, |share| {
+            share.held().saturating_sub(self.pending.len())
+        })
+    }
+
+    fn release_share(&mut self) {
+        if let Some(share) = self.share.as_mut() {
+            share.release();
+        }
     }
 
     /// Runs one encoder call over the gathered input and makes the frame of its output:
@@ -195,6 +281,7 @@ impl<B: Body> CompressBody<B> {
             self.pending.clear();
         }
         self.timer = None;
+        self.release_share();
         self.unflushed = call == Call::Full && self.encoder.as_encode().is_windowed();
         if let Err(failure) = result {
             self.state = State::Done;
@@ -232,6 +319,9 @@ where
             if let Some(end) = this.state.end(&mut this.trailers) {
                 return Poll::Ready(end.map(Ok));
             }
+            if let Some(answer) = this.reserve_input(cx) {
+                return answer;
+            }
             // What a frame held past the end of the last call comes before anything new.
             let mut data = match this.carry.take() {
                 Some(data) => data,
@@ -259,6 +349,11 @@ where
                 this.call = this.call_size(available, rest);
             }
             let mut take = available.min(this.call - this.pending.len());
+            if take > this.share_room() {
+                // Not covered yet: the share is asked for it first (`reserve_input`).
+                this.carry = Some(data);
+                continue;
+            }
             this.grow_pending(take, rest.is_some());
             while take > 0 {
                 let chunk = bytes::Buf::chunk(&data);

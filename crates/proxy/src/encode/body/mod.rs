@@ -17,6 +17,7 @@
 //!
 //! - `compress`: [`CompressBody`], which drives a [`BodyEncoder`] of any coding
 //!   ([`crate::encode::codings`]).
+//! - `gather`: [`GatherGate`], the budget all compressing bodies gather their calls in.
 //! - `gunzip`: [`DecompressBody`].
 
 use std::error::Error as StdError;
@@ -31,10 +32,12 @@ use http_body::Frame;
 use zipwire_codec::DecodeError;
 
 mod compress;
+mod gather;
 mod gunzip;
 
 pub use crate::encode::codings::BodyEncoder;
 pub use compress::CompressBody;
+pub use gather::GatherGate;
 pub use gunzip::DecompressBody;
 
 /// How a [`CompressBody`] groups upstream data into encoder calls.

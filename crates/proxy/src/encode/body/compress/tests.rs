@@ -16,7 +16,7 @@ use zipwire_codec::{DecodeError, Decoder, Encoder, Format, Level, Limits};
 
 use super::*;
 use crate::encode::body::{BodyError, BodyMeter, FlushPolicy};
-use crate::test_bodies::{channel, futures_iter, text, ChannelBody};
+use crate::test_bodies::{channel, futures_iter, text, Announced};
 
 fn compress_body<B: Body>(inner: B, policy: FlushPolicy) -> (CompressBody<B>, Arc<BodyMeter>) {
     let meter = Arc::new(BodyMeter::default());
@@ -181,10 +181,7 @@ async fn an_unknown_length_input_buffer_grows_with_what_arrives_and_never_past_o
 #[tokio::test]
 async fn a_known_length_input_buffer_is_one_call_from_the_first_frame() {
     let (tx, inner) = channel();
-    let upstream = Announced {
-        inner,
-        left: 76_799,
-    };
+    let upstream = Announced::new(inner, 76_799);
     let (body, _) = compress_body(upstream, policy(Duration::from_secs(60)));
     let mut body = Box::pin(body);
     let waker = std::task::Waker::noop();
@@ -225,37 +222,10 @@ async fn a_pausing_upstream_is_flushed_after_the_delay() {
     inflate.finish().expect("complete stream");
 }
 
-/// A body of known length that arrives through a channel.
-struct Announced {
-    inner: ChannelBody,
-    left: u64,
-}
-
-impl Body for Announced {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            let n = frame.data_ref().map_or(0, |data| data.len() as u64);
-            self.left -= n;
-        }
-        polled
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.left)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_pause_in_a_body_of_known_length_does_not_cut_the_call() {
     let (tx, inner) = channel();
-    let upstream = Announced { inner, left: 20 };
+    let upstream = Announced::new(inner, 20);
     let (body, _) = compress_body(upstream, policy(Duration::from_millis(20)));
     let mut body = Box::pin(body);
     tx.send(Ok(Frame::data(Bytes::from_static(b"0123456789"))))
