@@ -121,3 +121,42 @@ fn set_level_and_reset_keep_the_stream_valid() {
     enc.finish(&data, &mut again).unwrap();
     assert_eq!(again, fresh, "a reset stream compresses as a fresh one");
 }
+
+#[test]
+fn matches_reach_back_across_a_slide_of_the_buffer() {
+    // The packet's first copy ends near the buffer's end, so the second starts with a slide:
+    // the table's positions must survive the move.
+    let packet = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 4_000, 12);
+    let filler = unrepeated(2 * WINDOW - packet.len() - 100, 13);
+    for n in 1..=3 {
+        let mut enc = WindowedEncoder::new(level(n)).unwrap();
+        let mut out = Vec::new();
+        for part in filler.chunks(1_000) {
+            enc.encode(part, BlockEnd::Partial, &mut out).unwrap();
+        }
+        let before = out.len();
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let first = out.len() - before;
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let second = out.len() - before - first;
+        assert!(second * 10 < first, "level {n}: {first}, then {second}");
+        enc.finish(&[], &mut out).unwrap();
+        assert_eq!(inflate(&out), [&filler[..], &packet, &packet].concat());
+    }
+}
+
+#[test]
+fn a_partial_flush_ends_with_an_empty_fixed_block() {
+    let mut enc = WindowedEncoder::new(level(1)).unwrap();
+    let mut out = Vec::new();
+    enc.encode(b"hello hello hello", BlockEnd::Sync, &mut out)
+        .unwrap();
+    let aligned = out.len();
+    // RFC 1951 §3.2.6: BFINAL 0, BTYPE 01 (bits 0, 1, 0), end of block 0000000: one byte
+    // out, two bits kept.
+    enc.encode(&[], BlockEnd::Partial, &mut out).unwrap();
+    assert_eq!(&out[aligned..], &[0b0000_0010]);
+    enc.encode(b" world", BlockEnd::Partial, &mut out).unwrap();
+    enc.finish(&[], &mut out).unwrap();
+    assert_eq!(inflate(&out), b"hello hello hello world");
+}
