@@ -18,7 +18,16 @@
 //! That is at most 96 KB (levels 1-2) or 128 KB (level 3), against zlib's 256-268 KB at
 //! `windowBits` 15, `memLevel` 8; [`WindowedEncoder::memory`] says exactly. The token buffer
 //! and Huffman tables hold nothing between calls: they live once per thread (a
-//! `thread_local`), as in [`crate::Scratch`], which is why the calls take no scratch argument.
+//! `thread_local`), as in [`crate::Scratch`], which is why the calls take no scratch argument:
+//! taking it out and putting it back costs about 2 ns, against 0.4 µs for the cheapest call (a
+//! flushed 32-byte packet) and 3-12 µs for 64-1024-byte ones (web/, level 1, one core).
+//!
+//! Blocks under 64 bytes get the fixed code without pricing a dynamic one, which would cost ten
+//! times the rest of such a call (interactive SSH sends such packets); the stateless encoder
+//! prices every block three ways, so the two may choose differently for tiny blocks.
+//!
+//! `cargo run --release -p zipwire-codec --example window_bench` compares ratio and speed with
+//! the stateless encoder and zlib-rs on SSH-like traffic (the corpus in flushed 1-16 KB packets).
 //!
 //! The matcher, block writer and Huffman code are the stateless encoder's, given a history
 //! prefix: the same levels make the same kind of parse.

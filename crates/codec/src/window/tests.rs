@@ -160,3 +160,27 @@ fn a_partial_flush_ends_with_an_empty_fixed_block() {
     enc.finish(&[], &mut out).unwrap();
     assert_eq!(inflate(&out), b"hello hello hello world");
 }
+
+#[test]
+fn tiny_calls_get_the_fixed_code() {
+    // 63 bytes of two letters: the stateless encoder, which prices every block three ways,
+    // finds a dynamic code cheaper; the windowed one does not build one for such a block.
+    let mut x = 5u64;
+    let tiny: Vec<u8> = (0..63)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"ab"[(x >> 20) as usize % 2]
+        })
+        .collect();
+    let btype = |first: u8| first >> 1 & 3;
+    let stateless = crate::compress(crate::Format::Raw, level(1), &tiny);
+    assert_eq!(btype(stateless[0]), 2, "dynamic is cheaper for this block");
+    let mut enc = WindowedEncoder::new(level(1)).unwrap();
+    let mut out = Vec::new();
+    enc.encode(&tiny, BlockEnd::Sync, &mut out).unwrap();
+    assert_eq!(btype(out[0]), 1, "fixed code");
+    enc.finish(&[], &mut out).unwrap();
+    assert_eq!(inflate(&out), tiny);
+}
