@@ -1,8 +1,9 @@
 //! The per-stream match tables of the windowed encoder, and the per-thread working memory
 //! (tokens, Huffman tables) its calls borrow.
 //!
-//! The tables must outlive a call: re-inserting 32 KB of history at every call would cost a
-//! small call (an SSH packet of a few hundred bytes) a hundred times its own parse. So each
+//! The tables must outlive a call: re-inserting 32 KB of history at every call (one hash and
+//! one store per position) measured 86 µs, against 3-12 µs for a whole flushed call of 64-1024
+//! bytes at level 1 (both on the same loaded 2-core machine). So each
 //! stream keeps the table of its level, with positions that stay valid across calls: levels 1
 //! and 2 store stream offsets modulo 2^16 (see [`parse_fast_windowed`]), level 3 tags positions
 //! with a per-stream base that grows with the stream, as the stateless level 3 does per call.
