@@ -12,7 +12,7 @@ if [ ! -d "$src" ]; then
     echo "seed.sh: fuzzers start empty" >&2
     exit 0
 fi
-mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/tunnel_frames corpus/accept_encoding \
+mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/window corpus/tunnel_frames corpus/accept_encoding \
     corpus/cli_decompress
 # Files up to 8 KB: big enough to hold every block type, small enough for libFuzzer's -max_len.
 find "$src" -type f -size -8k | sort | while read -r file; do
@@ -38,6 +38,8 @@ PY
     # mutates from here.
     printf '\x00\x00\x01' > "corpus/roundtrip/$name"
     head -c 2048 "$file" >> "corpus/roundtrip/$name"
+    # window's `Case` starts with its level and the calls: the file's bytes become calls.
+    head -c 4096 "$file" > "corpus/window/$name"
     # tunnel_frames reads frames back to back: a raw data frame, a stateless-deflate one (raw
     # deflate, level 1), a zstd one (a whole zstd frame, which the streaming decoder reads),
     # then an end frame. Header: 'D' codec level raw_len payload_len (u32 big-endian).
@@ -83,6 +85,6 @@ for lines in 'gzip, deflate, br, zstd' 'gzip;q=1.0, identity; q=0.5, *;q=0' 'br;
     i=$((i + 1))
     printf "$lines" > "corpus/accept_encoding/seed-$i"
 done
-for target in inflate gzip_header roundtrip tunnel_frames accept_encoding cli_decompress; do
+for target in inflate gzip_header roundtrip window tunnel_frames accept_encoding cli_decompress; do
     printf 'seed.sh: %s: %s inputs\n' "$target" "$(ls "corpus/$target" | wc -l)"
 done

@@ -105,6 +105,9 @@ pub(crate) struct BlockWriter {
     rle: Vec<u16>,
     codelen_lens: [u8; 19],
     codelen_codes: [u16; 19],
+    /// Blocks of fewer input bytes are priced as fixed and stored only (0, the stateless
+    /// encoder's choice: every block is priced all three ways).
+    small_block: usize,
 }
 
 impl BlockWriter {
@@ -119,7 +122,13 @@ impl BlockWriter {
             rle: Vec::with_capacity(NUM_LITLEN + NUM_DIST),
             codelen_lens: [0; 19],
             codelen_codes: [0; 19],
+            small_block: 0,
         }
+    }
+
+    /// Sets the block size under which no dynamic code is built (see [`Plan`]).
+    pub(crate) fn set_small_block(&mut self, bytes: usize) {
+        self.small_block = bytes;
     }
 
     /// Prices the block that `tokens` (encoding `raw_len` input bytes) would make as dynamic,
@@ -130,6 +139,18 @@ impl BlockWriter {
             .map(|c| u64::from(tokens.litlen[257 + c]) * u64::from(LENGTH_EXTRA[c]))
             .chain((0..30).map(|c| u64::from(tokens.dist[c]) * u64::from(DIST_EXTRA[c])))
             .sum();
+        let fixed_bits = 3 + extra_bits + symbol_bits(tokens, &self.fixed);
+        let stored_chunks = raw_len.div_ceil(MAX_STORED).max(1) as u64;
+        // Header, worst-case padding, LEN/NLEN for each chunk, then the bytes.
+        let stored_bits = stored_chunks * (3 + 32) + 7 + 8 * raw_len as u64;
+        if raw_len < self.small_block {
+            // Too small to repay a dynamic header: not worth building the code.
+            return if stored_bits <= fixed_bits {
+                Plan::Stored
+            } else {
+                Plan::Fixed { bits: fixed_bits }
+            };
+        }
 
         code_lengths(
             &tokens.litlen,
@@ -143,10 +164,6 @@ impl BlockWriter {
         );
         let header = self.plan_header();
         let dynamic_bits = 3 + header.bits + extra_bits + symbol_bits(tokens, &self.dynamic);
-        let fixed_bits = 3 + extra_bits + symbol_bits(tokens, &self.fixed);
-        let stored_chunks = raw_len.div_ceil(MAX_STORED).max(1) as u64;
-        // Header, worst-case padding, LEN/NLEN for each chunk, then the bytes.
-        let stored_bits = stored_chunks * (3 + 32) + 7 + 8 * raw_len as u64;
 
         if stored_bits <= dynamic_bits.min(fixed_bits) {
             Plan::Stored
