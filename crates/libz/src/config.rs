@@ -185,7 +185,9 @@ mod tests {
         let mut config = Config::default();
         assert!(config.apply("levels", "1-6=1, 9=3,0=0"));
         assert_eq!(config.levels[0], Target::Zipwire(0));
-        assert!(config.levels[1..=6].iter().all(|t| *t == Target::Zipwire(1)));
+        assert!(config.levels[1..=6]
+            .iter()
+            .all(|t| *t == Target::Zipwire(1)));
         assert_eq!(config.levels[7], Target::Zlib);
         assert_eq!(config.levels[9], Target::Zipwire(3));
     }

@@ -4,8 +4,8 @@
 //!
 //! libz-rs-sys is built without its `export-symbols` feature, so its functions are plain Rust
 //! functions with mangled names: the only unmangled `inflate` in the library is the one below,
-//! and nothing clashes. `gzprintf`/`gzvprintf` are missing: their variadic arguments need an
-//! unstable Rust feature (libz-rs-sys gates them behind one).
+//! and nothing clashes. `gzprintf`/`gzvprintf` take variadic arguments, which need an
+//! unstable Rust feature, so they are C, in `csrc/gzprintf.c`, over this `gzwrite`.
 
 use core::ffi::{c_char, c_int, c_long, c_uchar, c_uint, c_ulong, c_void};
 

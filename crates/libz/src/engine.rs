@@ -83,7 +83,6 @@ impl Buf {
         })
     }
 
-
     /// Gives the memory back to `strm`'s allocator.
     ///
     /// # Safety
@@ -325,11 +324,7 @@ impl Engine {
         }
         // SAFETY: start + len + bytes.len() <= cap, checked above; bytes is another buffer.
         unsafe {
-            ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                p.ptr.add(p.start + p.len),
-                bytes.len(),
-            )
+            ptr::copy_nonoverlapping(bytes.as_ptr(), p.ptr.add(p.start + p.len), bytes.len())
         };
         p.len += bytes.len();
         Ok(())
@@ -392,9 +387,7 @@ impl Engine {
         // SAFETY: n <= avail_in; next_in is readable for avail_in bytes.
         let data = unsafe { self.consume(strm, n) };
         // SAFETY: len + n <= cap of our buffer; data is the caller's, a different buffer.
-        unsafe {
-            ptr::copy_nonoverlapping(data.as_ptr(), self.input.ptr.add(self.input.len), n)
-        };
+        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.input.ptr.add(self.input.len), n) };
         self.input.len += n;
         self.flushed = false;
     }
@@ -561,7 +554,6 @@ impl Engine {
     pub(crate) fn is_fresh(&self, strm: &z_stream) -> bool {
         self.status == Status::Init && self.input.len == 0 && strm.total_in == 0
     }
-
 }
 
 /// The zipwire level an encoder runs at.

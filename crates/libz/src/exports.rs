@@ -214,20 +214,20 @@ pub unsafe extern "C" fn deflate(strm: z_streamp, flush: c_int) -> c_int {
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |strm, state| {
-                if !(0..=Z_BLOCK).contains(&flush) {
-                    return Z_STREAM_ERROR;
-                }
-                if strm.next_out.is_null() || (strm.avail_in != 0 && strm.next_in.is_null()) {
-                    return set_error(strm, Z_STREAM_ERROR);
-                }
-                engine_of(state).deflate(strm, flush)
-            },
-            // SAFETY: zlib-rs's live stream; the caller's buffers.
-            |inner| unsafe { libz_rs_sys::deflate(inner, flush) },
-        )
+        strm,
+        state,
+        |strm, state| {
+            if !(0..=Z_BLOCK).contains(&flush) {
+                return Z_STREAM_ERROR;
+            }
+            if strm.next_out.is_null() || (strm.avail_in != 0 && strm.next_in.is_null()) {
+                return set_error(strm, Z_STREAM_ERROR);
+            }
+            engine_of(state).deflate(strm, flush)
+        },
+        // SAFETY: zlib-rs's live stream; the caller's buffers.
+        |inner| unsafe { libz_rs_sys::deflate(inner, flush) },
+    )
 }
 
 /// zlib's `deflateEnd`.
@@ -257,15 +257,15 @@ pub unsafe extern "C" fn deflateReset(strm: z_streamp) -> c_int {
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |strm, state| {
-                engine_of(state).reset(strm);
-                Z_OK
-            },
-            // SAFETY: zlib-rs's live stream.
-            |inner| unsafe { libz_rs_sys::deflateReset(inner) },
-        )
+        strm,
+        state,
+        |strm, state| {
+            engine_of(state).reset(strm);
+            Z_OK
+        },
+        // SAFETY: zlib-rs's live stream.
+        |inner| unsafe { libz_rs_sys::deflateReset(inner) },
+    )
 }
 
 /// zlib's `deflateResetKeep`: as [`deflateReset`] here.
@@ -299,33 +299,33 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |strm, state| {
-                let target = config::get().levels[level as usize];
-                let zlib_only = matches!(strategy, Z_HUFFMAN_ONLY | Z_RLE | Z_FIXED);
-                let engine = engine_of(state);
-                if (target == Target::Zlib || zlib_only) && engine.is_fresh(strm) {
-                    // SAFETY: strm owns the state.
-                    return unsafe { state.start_zlib(strm, level, strategy) };
-                }
-                // Mid-stream, a level zlib-rs would serve runs at zipwire's best instead:
-                // the stream stays on one engine and valid.
-                let zipwire = match target {
-                    Target::Zipwire(zw) => zw,
-                    Target::Zlib => 3,
-                };
-                if let Err(code) = engine.flush_input(strm) {
-                    return set_error(strm, code);
-                }
-                (engine.encoder, engine.stored) = engine::encoder_for(zipwire);
-                engine.level = level;
-                engine.strategy = strategy;
-                Z_OK
-            },
-            // SAFETY: zlib-rs's live stream.
-            |inner| unsafe { libz_rs_sys::deflateParams(inner, level, strategy) },
-        )
+        strm,
+        state,
+        |strm, state| {
+            let target = config::get().levels[level as usize];
+            let zlib_only = matches!(strategy, Z_HUFFMAN_ONLY | Z_RLE | Z_FIXED);
+            let engine = engine_of(state);
+            if (target == Target::Zlib || zlib_only) && engine.is_fresh(strm) {
+                // SAFETY: strm owns the state.
+                return unsafe { state.start_zlib(strm, level, strategy) };
+            }
+            // Mid-stream, a level zlib-rs would serve runs at zipwire's best instead:
+            // the stream stays on one engine and valid.
+            let zipwire = match target {
+                Target::Zipwire(zw) => zw,
+                Target::Zlib => 3,
+            };
+            if let Err(code) = engine.flush_input(strm) {
+                return set_error(strm, code);
+            }
+            (engine.encoder, engine.stored) = engine::encoder_for(zipwire);
+            engine.level = level;
+            engine.strategy = strategy;
+            Z_OK
+        },
+        // SAFETY: zlib-rs's live stream.
+        |inner| unsafe { libz_rs_sys::deflateParams(inner, level, strategy) },
+    )
 }
 
 /// Moves a stream that has not started yet to zlib-rs, for what only zlib-rs does.
@@ -357,18 +357,18 @@ pub unsafe extern "C" fn deflateSetDictionary(
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |strm, state| match to_zlib_if_fresh(strm, state) {
-                Ok(()) => state.call_zlib(strm, |inner| {
-                    // SAFETY: zlib-rs's live stream; the caller's dictionary.
-                    unsafe { libz_rs_sys::deflateSetDictionary(inner, dictionary, dictLength) }
-                }),
-                Err(code) => code,
-            },
-            // SAFETY: zlib-rs's live stream; the caller's dictionary.
-            |inner| unsafe { libz_rs_sys::deflateSetDictionary(inner, dictionary, dictLength) },
-        )
+        strm,
+        state,
+        |strm, state| match to_zlib_if_fresh(strm, state) {
+            Ok(()) => state.call_zlib(strm, |inner| {
+                // SAFETY: zlib-rs's live stream; the caller's dictionary.
+                unsafe { libz_rs_sys::deflateSetDictionary(inner, dictionary, dictLength) }
+            }),
+            Err(code) => code,
+        },
+        // SAFETY: zlib-rs's live stream; the caller's dictionary.
+        |inner| unsafe { libz_rs_sys::deflateSetDictionary(inner, dictionary, dictLength) },
+    )
 }
 
 /// zlib's `deflateGetDictionary`: zlib-rs streams only (zipwire keeps no window).
@@ -387,12 +387,12 @@ pub unsafe extern "C" fn deflateGetDictionary(
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |_, _| Z_STREAM_ERROR,
-            // SAFETY: zlib-rs's live stream; the caller's buffers.
-            |inner| unsafe { libz_rs_sys::deflateGetDictionary(inner, dictionary, dictLength) },
-        )
+        strm,
+        state,
+        |_, _| Z_STREAM_ERROR,
+        // SAFETY: zlib-rs's live stream; the caller's buffers.
+        |inner| unsafe { libz_rs_sys::deflateGetDictionary(inner, dictionary, dictLength) },
+    )
 }
 
 /// zlib's `deflatePrime`: the stream moves to zlib-rs if it has not started.
@@ -407,18 +407,18 @@ pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |strm, state| match to_zlib_if_fresh(strm, state) {
-                Ok(()) => state.call_zlib(strm, |inner| {
-                    // SAFETY: zlib-rs's live stream.
-                    unsafe { libz_rs_sys::deflatePrime(inner, bits, value) }
-                }),
-                Err(code) => code,
-            },
-            // SAFETY: zlib-rs's live stream.
-            |inner| unsafe { libz_rs_sys::deflatePrime(inner, bits, value) },
-        )
+        strm,
+        state,
+        |strm, state| match to_zlib_if_fresh(strm, state) {
+            Ok(()) => state.call_zlib(strm, |inner| {
+                // SAFETY: zlib-rs's live stream.
+                unsafe { libz_rs_sys::deflatePrime(inner, bits, value) }
+            }),
+            Err(code) => code,
+        },
+        // SAFETY: zlib-rs's live stream.
+        |inner| unsafe { libz_rs_sys::deflatePrime(inner, bits, value) },
+    )
 }
 
 /// zlib's `deflateSetHeader`: the gzip header written before the first byte.
@@ -433,19 +433,19 @@ pub unsafe extern "C" fn deflateSetHeader(strm: z_streamp, head: gz_headerp) -> 
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |_, state| {
-                let engine = engine_of(state);
-                if engine.wrap != Wrap::Gzip || engine.status != Status::Init {
-                    return Z_STREAM_ERROR;
-                }
-                engine.gzhead = head;
-                Z_OK
-            },
-            // SAFETY: zlib-rs's live stream; the caller's header.
-            |inner| unsafe { libz_rs_sys::deflateSetHeader(inner, head) },
-        )
+        strm,
+        state,
+        |_, state| {
+            let engine = engine_of(state);
+            if engine.wrap != Wrap::Gzip || engine.status != Status::Init {
+                return Z_STREAM_ERROR;
+            }
+            engine.gzhead = head;
+            Z_OK
+        },
+        // SAFETY: zlib-rs's live stream; the caller's header.
+        |inner| unsafe { libz_rs_sys::deflateSetHeader(inner, head) },
+    )
 }
 
 /// zlib's `deflateBound`: a true bound for this stream's engine; zlib's conservative bound
@@ -484,24 +484,24 @@ pub unsafe extern "C" fn deflatePending(
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |_, state| {
-                let len = engine_of(state).pending_len() as c_uint;
-                // SAFETY: null or writable (the caller's contract).
-                unsafe {
-                    if !pending.is_null() {
-                        *pending = len;
-                    }
-                    if !bits.is_null() {
-                        *bits = 0;
-                    }
+        strm,
+        state,
+        |_, state| {
+            let len = engine_of(state).pending_len() as c_uint;
+            // SAFETY: null or writable (the caller's contract).
+            unsafe {
+                if !pending.is_null() {
+                    *pending = len;
                 }
-                Z_OK
-            },
-            // SAFETY: zlib-rs's live stream; the caller's pointers.
-            |inner| unsafe { libz_rs_sys::deflatePending(inner, pending, bits) },
-        )
+                if !bits.is_null() {
+                    *bits = 0;
+                }
+            }
+            Z_OK
+        },
+        // SAFETY: zlib-rs's live stream; the caller's pointers.
+        |inner| unsafe { libz_rs_sys::deflatePending(inner, pending, bits) },
+    )
 }
 
 /// zlib's `deflateTune`: zlib-rs streams take it; zipwire's matcher has no such knobs.
@@ -522,12 +522,14 @@ pub unsafe extern "C" fn deflateTune(
         return Z_STREAM_ERROR;
     };
     dispatch(
-            strm,
-            state,
-            |_, _| Z_OK,
-            // SAFETY: zlib-rs's live stream.
-            |inner| unsafe { libz_rs_sys::deflateTune(inner, good_length, max_lazy, nice_length, max_chain) },
-        )
+        strm,
+        state,
+        |_, _| Z_OK,
+        // SAFETY: zlib-rs's live stream.
+        |inner| unsafe {
+            libz_rs_sys::deflateTune(inner, good_length, max_lazy, nice_length, max_chain)
+        },
+    )
 }
 
 /// zlib's `deflateCopy`.

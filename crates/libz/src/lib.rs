@@ -30,6 +30,7 @@ mod config;
 pub mod delegate;
 mod engine;
 pub mod exports;
+pub mod printf;
 mod state;
 
 /// Reads the settings (and prints the log line, if asked) when the library is loaded, so

@@ -301,5 +301,4 @@ impl State {
         }
         Z_OK
     }
-
 }
