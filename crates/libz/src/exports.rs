@@ -70,8 +70,8 @@ pub unsafe extern "C" fn deflateInit2_(
     version: *const c_char,
     stream_size: c_int,
 ) -> c_int {
-    // SAFETY: version is null or a C string (the caller's contract): one byte is read.
     if version.is_null()
+        // SAFETY: non-null, so a C string (the caller's contract): its first byte is read.
         || unsafe { *version } != b'1' as c_char
         || stream_size != size_of::<z_stream>() as c_int
     {
@@ -459,7 +459,9 @@ pub unsafe extern "C" fn deflateBound(strm: z_streamp, sourceLen: c_ulong) -> c_
     // SAFETY: the caller's contract.
     match unsafe { State::of(strm) } {
         Some((_, state)) => match &mut state.kind {
-            Kind::Zipwire(engine) => engine.bound(sourceLen as u64) as c_ulong,
+            // c_ulong is 32 bits on some targets.
+            #[allow(clippy::useless_conversion)]
+            Kind::Zipwire(engine) => engine.bound(u64::from(sourceLen)) as c_ulong,
             // SAFETY: zlib-rs's live stream.
             Kind::Zlib => unsafe { libz_rs_sys::deflateBound(&mut state.inner, sourceLen) },
         },

@@ -32,6 +32,8 @@ mod engine;
 pub mod exports;
 pub mod printf;
 mod state;
+#[cfg(test)]
+mod tests;
 
 /// Reads the settings (and prints the log line, if asked) when the library is loaded, so
 /// `ZIPWIRE_ZLIB_LOG=1` names it even in a program that only inflates.

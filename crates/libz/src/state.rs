@@ -35,6 +35,8 @@ pub(crate) struct State {
     pub(crate) kind: Kind,
     /// zlib-rs's stream when `kind` is `Zlib`.
     pub(crate) inner: z_stream,
+    /// Where `inner`'s memory comes from (its `opaque`).
+    budget: alloc::Budget,
     /// The caller's deflateInit2 arguments, to start zlib-rs with them later.
     pub(crate) window_bits: c_int,
     pub(crate) mem_level: c_int,
@@ -64,6 +66,7 @@ impl State {
             magic: MAGIC,
             kind,
             inner: z_stream::default(),
+            budget: alloc::Budget::NONE,
             window_bits,
             mem_level,
             level,
@@ -110,10 +113,11 @@ impl State {
         level: c_int,
         strategy: c_int,
     ) -> c_int {
+        self.budget = alloc::Budget::new(strm, self.window_bits, self.mem_level);
         self.inner = z_stream {
-            zalloc: strm.zalloc,
-            zfree: strm.zfree,
-            opaque: strm.opaque,
+            zalloc: Some(alloc::budget_alloc),
+            zfree: Some(alloc::budget_free),
+            opaque: (&mut self.budget as *mut alloc::Budget).cast(),
             ..z_stream::default()
         };
         // SAFETY: inner is a valid, zeroed stream at a fixed address (inside this state)
@@ -275,6 +279,7 @@ impl State {
             magic: MAGIC,
             kind,
             inner: z_stream::default(),
+            budget: alloc::Budget::new(dest, self.window_bits, self.mem_level),
             window_bits: self.window_bits,
             mem_level: self.mem_level,
             level: self.level,
@@ -286,9 +291,13 @@ impl State {
         // SAFETY: raw is the state just written.
         let copy = unsafe { &mut *raw };
         if matches!(copy.kind, Kind::Zlib) {
+            // zlib-rs allocates the copy with the source's allocator: point it at the copy's
+            // budget for the call.
+            self.inner.opaque = (&mut copy.budget as *mut alloc::Budget).cast();
             // SAFETY: inner of the source is zlib-rs's live stream; the copy's inner is at a
             // fixed address.
             let ret = unsafe { libz_rs_sys::deflateCopy(&mut copy.inner, &mut self.inner) };
+            self.inner.opaque = (&mut self.budget as *mut alloc::Budget).cast();
             if ret != Z_OK {
                 // SAFETY: the copy's state is ours and dropped once.
                 unsafe {
