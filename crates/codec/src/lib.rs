@@ -8,6 +8,9 @@
 //!   hash table, tokens and Huffman tables live in a [`Scratch`] that one thread reuses for all
 //!   the streams it serves. Every [`Encoder::encode`] call ends on a byte boundary with non-final
 //!   blocks (sync-flush semantics); [`Encoder::finish`] writes the final block and the trailer.
+//! - [`WindowedEncoder`] (levels 1-3, raw deflate) keeps up to 32 KB of history per stream
+//!   (at most 128 KB in all) so that matches reach into earlier calls, with zlib's flush modes
+//!   ([`BlockEnd`]): for callers that flush after every small message, as zlib's API allows.
 //! - [`StatefulEncoder`] (levels 4-9) keeps a 32 KB window across calls for better ratio; it is
 //!   flate2 with the zlib-rs backend, which no hand-written code here tries to beat.
 //! - [`Decoder`] decodes gzip (multi-member), zlib and raw deflate through zlib-rs with optional
@@ -46,6 +49,7 @@ mod error;
 pub mod format;
 mod level;
 mod stateful;
+mod window;
 
 pub use decode::{decompress, Decoder, Limits, Progress};
 pub use encode::{compress, Encoder, Scratch};
@@ -53,3 +57,4 @@ pub use error::{DecodeError, EncodeError};
 pub use format::Format;
 pub use level::Level;
 pub use stateful::StatefulEncoder;
+pub use window::{BlockEnd, WindowedEncoder};

@@ -24,6 +24,15 @@ impl<'a> BitWriter<'a> {
         }
     }
 
+    /// Starts writing at the end of `out` with `nbits` (< 8) bits already pending in `acc`: the
+    /// tail of a previous call that did not end on a byte boundary (see [`BitWriter::suspend`]).
+    pub(crate) fn with_pending(out: &'a mut Vec<u8>, acc: u64, nbits: u32) -> BitWriter<'a> {
+        debug_assert!(nbits < 8 && acc >> nbits == 0);
+        let mut w = BitWriter::new(out);
+        (w.acc, w.nbits) = (acc, nbits & 7);
+        w
+    }
+
     /// Makes room for `bytes` more bytes of output (plus the 8-byte flush overhang).
     pub(crate) fn reserve(&mut self, bytes: usize) {
         let need = self.pos + bytes + 16;
@@ -83,6 +92,14 @@ impl<'a> BitWriter<'a> {
         self.acc = acc;
         self.nbits = nbits;
         r
+    }
+
+    /// Ends writing without padding: whole bytes go out, the buffer is trimmed, and the 0-7
+    /// bits left over are returned as `(acc, nbits)` for [`BitWriter::with_pending`].
+    pub(crate) fn suspend(mut self) -> (u64, u32) {
+        self.flush();
+        self.out.truncate(self.pos);
+        (self.acc, self.nbits)
     }
 
     /// Ends writing: pads to a byte boundary and trims the buffer to what was written.
@@ -211,6 +228,28 @@ mod tests {
                 s.flush();
             }
         });
+    }
+
+    #[test]
+    fn suspended_bits_resume_where_they_stopped() {
+        let (mut whole, mut split) = (Vec::new(), Vec::new());
+        let mut w = BitWriter::new(&mut whole);
+        w.put(0b101, 3);
+        w.put(0x3ff, 10);
+        w.put(0b0110, 4);
+        w.finish();
+        let mut w = BitWriter::new(&mut split);
+        w.put(0b101, 3);
+        let (acc, nbits) = w.suspend();
+        assert_eq!((split.len(), nbits), (0, 3));
+        let mut w = BitWriter::with_pending(&mut split, acc, nbits);
+        w.put(0x3ff, 10);
+        let (acc, nbits) = w.suspend();
+        assert_eq!((split.len(), nbits), (1, 5));
+        let mut w = BitWriter::with_pending(&mut split, acc, nbits);
+        w.put(0b0110, 4);
+        w.finish();
+        assert_eq!(whole, split);
     }
 
     #[test]

@@ -382,23 +382,52 @@ pub(crate) fn parse_fast(
 ) -> usize {
     // The table size and the hashed length are constants of each copy: a variable shift would
     // hold one more register (and `cl`) in a loop that already spills.
+    let t = tokens;
     match (greedy, bits) {
-        (Greedy::Fastest, ..=10) => parse_fast_sized::<10, 7, false>(data, pos, table, tokens),
-        (Greedy::Fastest, _) => parse_fast_sized::<12, 7, false>(data, pos, table, tokens),
-        (Greedy::Fast, ..=10) => parse_fast_sized::<10, 6, true>(data, pos, table, tokens),
-        (Greedy::Fast, 11 | 12) => parse_fast_sized::<12, 6, true>(data, pos, table, tokens),
-        (Greedy::Fast, _) => parse_fast_sized::<FAST_BITS, 6, true>(data, pos, table, tokens),
+        (Greedy::Fastest, ..=10) => parse_fast_sized::<10, 7, false, false>(data, pos, table, 0, t),
+        (Greedy::Fastest, _) => parse_fast_sized::<12, 7, false, false>(data, pos, table, 0, t),
+        (Greedy::Fast, ..=10) => parse_fast_sized::<10, 6, true, false>(data, pos, table, 0, t),
+        (Greedy::Fast, 11 | 12) => parse_fast_sized::<12, 6, true, false>(data, pos, table, 0, t),
+        (Greedy::Fast, _) => parse_fast_sized::<FAST_BITS, 6, true, false>(data, pos, table, 0, t),
+    }
+}
+
+/// [`parse_fast`] over a table kept across calls (the windowed encoder's): `data[..pos]` is
+/// history the parse may match into, and `origin` is the stream offset of `data[0]` modulo
+/// 2^16, added to every position stored or looked up, so that entries stored by earlier calls
+/// (whose `data` started elsewhere in the stream) keep their distances. Always the largest
+/// table of the level: the table is not cleared per call. Stale entries are harmless, as in
+/// [`parse_fast`]: every candidate is checked against `data` before use.
+pub(crate) fn parse_fast_windowed(
+    data: &[u8],
+    pos: usize,
+    table: &mut FastTable,
+    (greedy, origin): (Greedy, u16),
+    tokens: &mut Tokens,
+) -> usize {
+    let (o, t) = (origin, tokens);
+    match greedy {
+        Greedy::Fastest => parse_fast_sized::<12, 7, false, true>(data, pos, table, o, t),
+        Greedy::Fast => parse_fast_sized::<FAST_BITS, 6, true, true>(data, pos, table, o, t),
     }
 }
 
 #[inline(always)]
-fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bool>(
+fn parse_fast_sized<
+    const BITS: u32,
+    const HASH_BYTES: u32,
+    const INSERT_ALL: bool,
+    const WINDOWED: bool,
+>(
     data: &[u8],
     mut pos: usize,
     table: &mut FastTable,
+    origin: u16,
     tokens: &mut Tokens,
 ) -> usize {
     let bits = BITS;
+    // Stateless copies store positions within `data` as they are (the constant folds away).
+    let origin = if WINDOWED { usize::from(origin) } else { 0 };
     let len = data.len();
     // Leave room for 16-byte reads at `pos`; the tail goes out as literals.
     let limit = len.saturating_sub(16);
@@ -413,7 +442,7 @@ fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bo
     let tag = |k: u64| (k >> 16) as u32 & 0xffff_0000;
     let entry = |word: u64, p: usize| {
         let k = key(word);
-        (index(k), tag(k) | (p as u32 & 0xffff))
+        (index(k), tag(k) | (p.wrapping_add(origin) as u32 & 0xffff))
     };
     // Literals since the last match are `data[lit_start..pos]`; the parse stops where they
     // would overfill the block (`stop` moves on with each match).
@@ -442,7 +471,7 @@ fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bo
         table[h2] = e2;
         let mut at = pos;
         let mut found = None;
-        let d0 = usize::from((pos as u16).wrapping_sub(c0 as u16));
+        let d0 = usize::from((pos.wrapping_add(origin) as u16).wrapping_sub(c0 as u16));
         if (c0 ^ e0) < 0x10000 && d0.wrapping_sub(1) < pos.min(WINDOW) {
             let x = read_u64(data, pos - d0) ^ cur;
             if x as u32 == 0 {
@@ -451,7 +480,7 @@ fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bo
         }
         if found.is_none() {
             at = pos + 1;
-            let d1 = usize::from((at as u16).wrapping_sub(c1 as u16));
+            let d1 = usize::from((at.wrapping_add(origin) as u16).wrapping_sub(c1 as u16));
             if (c1 ^ e1) < 0x10000 && d1.wrapping_sub(1) < at.min(WINDOW) {
                 let x = read_u64(data, at - d1) ^ read_u64(data, at);
                 if x as u32 == 0 {
@@ -461,7 +490,7 @@ fn parse_fast_sized<const BITS: u32, const HASH_BYTES: u32, const INSERT_ALL: bo
         }
         if found.is_none() {
             at = pos + 2;
-            let d2 = usize::from((at as u16).wrapping_sub(c2 as u16));
+            let d2 = usize::from((at.wrapping_add(origin) as u16).wrapping_sub(c2 as u16));
             if (c2 ^ e2) < 0x10000 && d2.wrapping_sub(1) < at.min(WINDOW) {
                 let x = read_u64(data, at - d2) ^ read_u64(data, at);
                 if x as u32 == 0 {

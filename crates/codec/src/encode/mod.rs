@@ -1,10 +1,12 @@
 //! The stateless encoder: per-stream state, per-thread scratch, and the block pipeline.
 
-mod bits;
-mod block;
+// The matcher, block writer and bit writer are shared with the windowed encoder
+// (`crate::window`).
+pub(crate) mod bits;
+pub(crate) mod block;
 mod huffman;
-mod lz77;
-mod scratch;
+pub(crate) mod lz77;
+pub(crate) mod scratch;
 mod tables;
 
 pub use scratch::Scratch;

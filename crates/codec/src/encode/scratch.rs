@@ -18,6 +18,13 @@ use super::lz77::{
     MAX_SYMBOLS, MAX_TOKENS, SYMBOLS, WINDOW,
 };
 
+/// Level 3's hash-chain search.
+pub(crate) const CHAIN: ChainParams = ChainParams {
+    depth: 16,
+    nice: 96,
+    lazy: true,
+};
+
 /// Inputs longer than this are parsed as independent segments so tagged positions fit in u32.
 const SEGMENT: usize = 1 << 30;
 
@@ -112,49 +119,27 @@ impl Scratch {
             }
             self.claim_base(data.len())
         };
-        let params = ChainParams {
-            depth: 16,
-            nice: 96,
-            lazy: true,
-        };
-        let (mut pos, mut block_start) = (0, 0);
-        // Start of the run of blocks that chose stored: written as one run of 64 KB blocks.
-        let mut stored_from = None;
-        while pos < data.len() {
-            pos = match greedy {
-                Some(g) => parse_fast(data, pos, &mut self.fast, (g, bits), &mut self.tokens),
-                None => parse_chain(
-                    data,
-                    pos,
-                    (&mut self.head, &mut self.prev),
-                    base,
-                    &mut self.tokens,
-                    params,
-                ),
-            };
-            let done = pos >= data.len();
-            match self.blocks.plan(&mut self.tokens, pos - block_start) {
-                Plan::Stored => {
-                    stored_from.get_or_insert(block_start);
-                }
-                plan => {
-                    if let Some(from) = stored_from.take() {
-                        write_stored(w, &data[from..block_start], false);
-                    }
-                    self.blocks.emit(
-                        w,
-                        plan,
-                        &self.tokens,
-                        &data[block_start..pos],
-                        is_final && done,
-                    );
-                }
+        let work = (&mut self.tokens, &mut self.blocks);
+        match greedy {
+            Some(g) => {
+                let fast = &mut *self.fast;
+                write_blocks(data, 0, is_final, work, w, |data, pos, tokens| {
+                    parse_fast(data, pos, fast, (g, bits), tokens)
+                });
             }
-            self.tokens.clear();
-            block_start = pos;
-        }
-        if let Some(from) = stored_from {
-            write_stored(w, &data[from..], is_final);
+            None => {
+                let tables = (&mut *self.head, &mut *self.prev);
+                write_blocks(data, 0, is_final, work, w, |data, pos, tokens| {
+                    parse_chain(
+                        data,
+                        pos,
+                        (&mut *tables.0, &mut *tables.1),
+                        base,
+                        tokens,
+                        CHAIN,
+                    )
+                });
+            }
         }
     }
 
@@ -169,6 +154,44 @@ impl Scratch {
         let base = self.next_base;
         self.next_base = (u64::from(base) + span) as u32;
         base
+    }
+}
+
+/// Parses `data[start..]` into blocks with `parse` (which fills the tokens of one block from a
+/// position and returns where it stopped) and writes them, the last one final if `is_final`.
+/// `data[..start]` is history the parse may match into (empty for the stateless encoder).
+/// Neighbouring blocks that price cheapest as stored are written as one run of stored blocks.
+pub(crate) fn write_blocks(
+    data: &[u8],
+    start: usize,
+    is_final: bool,
+    (tokens, blocks): (&mut Tokens, &mut BlockWriter),
+    w: &mut BitWriter<'_>,
+    mut parse: impl FnMut(&[u8], usize, &mut Tokens) -> usize,
+) {
+    let (mut pos, mut block_start) = (start, start);
+    // Start of the run of blocks that chose stored: written as one run of 64 KB blocks.
+    let mut stored_from = None;
+    while pos < data.len() {
+        pos = parse(data, pos, tokens);
+        let done = pos >= data.len();
+        match blocks.plan(tokens, pos - block_start) {
+            Plan::Stored => {
+                stored_from.get_or_insert(block_start);
+            }
+            plan => {
+                if let Some(from) = stored_from.take() {
+                    write_stored(w, &data[from..block_start], false);
+                }
+                let raw = &data[block_start..pos];
+                blocks.emit(w, plan, tokens, raw, is_final && done);
+            }
+        }
+        tokens.clear();
+        block_start = pos;
+    }
+    if let Some(from) = stored_from {
+        write_stored(w, &data[from..], is_final);
     }
 }
 

@@ -1,0 +1,162 @@
+use super::*;
+use crate::encode::lz77::WINDOW;
+
+fn level(n: u8) -> Level {
+    Level::try_from(n).unwrap()
+}
+
+/// Text-like data with no repeat within itself longer than a few bytes.
+fn unrepeated(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b'a' + (x % 26) as u8
+        })
+        .collect()
+}
+
+fn inflate(wire: &[u8]) -> Vec<u8> {
+    let mut inflate = flate2::Decompress::new(false);
+    let mut plain = Vec::with_capacity(4 * wire.len() + 1024);
+    loop {
+        let before = (inflate.total_in(), inflate.total_out());
+        let at = inflate.total_in() as usize;
+        plain.reserve(64 * 1024);
+        inflate
+            .decompress_vec(&wire[at..], &mut plain, flate2::FlushDecompress::Sync)
+            .unwrap();
+        if (inflate.total_in(), inflate.total_out()) == before {
+            return plain;
+        }
+    }
+}
+
+#[test]
+fn a_repeat_of_the_previous_call_compresses_to_a_few_bytes() {
+    // Text, not `unrepeated`: on data without repeats the greedy levels skip ahead and leave
+    // most positions out of their table.
+    let packet = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 4_000, 7);
+    for n in 1..=3 {
+        let mut enc = WindowedEncoder::new(level(n)).unwrap();
+        let mut out = Vec::new();
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let first = out.len();
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let second = out.len() - first;
+        assert!(first > 500, "level {n}: {first}");
+        // At least 16 matches of at most 258 bytes, so a few dozen bytes.
+        assert!(
+            second * 10 < first,
+            "level {n}: {first}, then the repeat {second} bytes"
+        );
+        enc.finish(&[], &mut out).unwrap();
+        assert_eq!(inflate(&out), [&packet[..], &packet[..]].concat());
+    }
+}
+
+#[test]
+fn a_full_flush_cuts_the_history() {
+    let packet = unrepeated(2_000, 8);
+    let mut enc = WindowedEncoder::new(level(1)).unwrap();
+    let mut out = Vec::new();
+    enc.encode(&packet, BlockEnd::Full, &mut out).unwrap();
+    let first = out.len();
+    enc.encode(&packet, BlockEnd::Sync, &mut out).unwrap();
+    assert!(out.len() - first > 1_000, "{}", out.len() - first);
+}
+
+#[test]
+fn memory_stays_under_half_of_zlibs_at_every_level() {
+    let data = unrepeated(200_000, 9);
+    for n in 1..=3 {
+        let mut enc = WindowedEncoder::new(level(n)).unwrap();
+        let fresh = enc.memory();
+        let mut out = Vec::new();
+        for packet in data.chunks(3_000) {
+            enc.encode(packet, BlockEnd::Partial, &mut out).unwrap();
+        }
+        let full = enc.memory();
+        assert!(fresh < full, "level {n}: the buffer grows with use");
+        // zlib deflateInit2(level, windowBits 15, memLevel 8): about 268 KB.
+        assert!(full <= 128 * 1024 + 1024, "level {n}: {full} bytes");
+        assert!(full >= 2 * WINDOW, "level {n}: {full} bytes");
+    }
+}
+
+#[test]
+fn set_level_and_reset_keep_the_stream_valid() {
+    let data = unrepeated(50_000, 10);
+    let mut enc = WindowedEncoder::new(level(3)).unwrap();
+    let mut out = Vec::new();
+    enc.encode(&data[..10_000], BlockEnd::Open, &mut out)
+        .unwrap();
+    enc.set_level(level(1)).unwrap();
+    enc.encode(&data[..10_000], BlockEnd::Block, &mut out)
+        .unwrap();
+    assert!(matches!(
+        enc.set_level(level(4)),
+        Err(EncodeError::InvalidLevel { level: 4 })
+    ));
+    enc.set_level(level(2)).unwrap();
+    enc.finish(&data[10_000..], &mut out).unwrap();
+    let expected = [&data[..10_000], &data[..10_000], &data[10_000..]].concat();
+    assert_eq!(inflate(&out), expected);
+    assert_eq!(
+        enc.encode(b"x", BlockEnd::Sync, &mut out),
+        Err(EncodeError::Finished)
+    );
+    assert_eq!(enc.total_in(), expected.len() as u64);
+
+    let mut fresh = Vec::new();
+    WindowedEncoder::new(level(2))
+        .unwrap()
+        .finish(&data, &mut fresh)
+        .unwrap();
+    enc.reset();
+    assert_eq!(enc.total_in(), 0);
+    let mut again = Vec::new();
+    enc.finish(&data, &mut again).unwrap();
+    assert_eq!(again, fresh, "a reset stream compresses as a fresh one");
+}
+
+#[test]
+fn matches_reach_back_across_a_slide_of_the_buffer() {
+    // The packet's first copy ends near the buffer's end, so the second starts with a slide:
+    // the table's positions must survive the move.
+    let packet = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 4_000, 12);
+    let filler = unrepeated(2 * WINDOW - packet.len() - 100, 13);
+    for n in 1..=3 {
+        let mut enc = WindowedEncoder::new(level(n)).unwrap();
+        let mut out = Vec::new();
+        for part in filler.chunks(1_000) {
+            enc.encode(part, BlockEnd::Partial, &mut out).unwrap();
+        }
+        let before = out.len();
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let first = out.len() - before;
+        enc.encode(&packet, BlockEnd::Partial, &mut out).unwrap();
+        let second = out.len() - before - first;
+        assert!(second * 10 < first, "level {n}: {first}, then {second}");
+        enc.finish(&[], &mut out).unwrap();
+        assert_eq!(inflate(&out), [&filler[..], &packet, &packet].concat());
+    }
+}
+
+#[test]
+fn a_partial_flush_ends_with_an_empty_fixed_block() {
+    let mut enc = WindowedEncoder::new(level(1)).unwrap();
+    let mut out = Vec::new();
+    enc.encode(b"hello hello hello", BlockEnd::Sync, &mut out)
+        .unwrap();
+    let aligned = out.len();
+    // RFC 1951 §3.2.6: BFINAL 0, BTYPE 01 (bits 0, 1, 0), end of block 0000000: one byte
+    // out, two bits kept.
+    enc.encode(&[], BlockEnd::Partial, &mut out).unwrap();
+    assert_eq!(&out[aligned..], &[0b0000_0010]);
+    enc.encode(b" world", BlockEnd::Partial, &mut out).unwrap();
+    enc.finish(&[], &mut out).unwrap();
+    assert_eq!(inflate(&out), b"hello hello hello world");
+}
