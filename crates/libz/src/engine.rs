@@ -1,4 +1,7 @@
-//! The zipwire side of a deflate stream: zlib's streaming rules around the stateless encoder.
+//! The zipwire side of a deflate stream: zlib's streaming rules around zipwire's encoders.
+//!
+//! A stream at windowBits 15 runs the windowed encoder (`windowed.rs`), which keeps 32 KB of
+//! history across calls; smaller windows run the stateless encoder as below.
 //!
 //! zlib's contract is kept as zlib 1.2.13's `deflate()` keeps it: output that does not fit in
 //! `avail_out` waits in a pending buffer; `Z_BUF_ERROR` when no progress is possible; a flush
@@ -15,13 +18,14 @@ use core::ptr;
 use std::cell::RefCell;
 
 use libz_rs_sys::{
-    gz_header, z_stream, Z_BUF_ERROR, Z_FINISH, Z_FULL_FLUSH, Z_HUFFMAN_ONLY, Z_MEM_ERROR,
-    Z_NO_FLUSH, Z_OK, Z_STREAM_END, Z_STREAM_ERROR, Z_SYNC_FLUSH,
+    gz_header, z_stream, Z_BUF_ERROR, Z_FINISH, Z_FULL_FLUSH, Z_MEM_ERROR, Z_NO_FLUSH, Z_OK,
+    Z_STREAM_END, Z_STREAM_ERROR, Z_SYNC_FLUSH,
 };
-use zipwire_codec::{Encoder, Format, Level, Scratch};
+use zipwire_codec::{BlockEnd, Encoder, Format, Level, Scratch, WindowedEncoder};
 use zipwire_tunnel::detect::{self, Verdict};
 
 use crate::alloc;
+use crate::framing::{adler32, crc32};
 
 /// The largest chunk: deflate's own window (RFC 1951 section 2), so a chunk's matches are
 /// always within reach of any decoder.
@@ -29,9 +33,6 @@ pub(crate) const MAX_CHUNK: usize = 32 * 1024;
 
 /// An empty non-final stored block starting on a byte boundary: the sync marker.
 const SYNC_MARKER: [u8; 5] = [0x00, 0x00, 0x00, 0xff, 0xff];
-
-/// zlib's `OS_CODE` for Unix, the gzip header's OS byte.
-const OS_UNIX: u8 = 3;
 
 /// The stream's container (RFC 1950 zlib, RFC 1952 gzip, or raw deflate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +97,6 @@ impl Buf {
 }
 
 /// The zipwire half of a stream's state.
-#[derive(Debug)]
 pub(crate) struct Engine {
     pub(crate) wrap: Wrap,
     /// Window bits 9-15 (8 is taken as 9, as zlib does).
@@ -105,6 +105,9 @@ pub(crate) struct Engine {
     pub(crate) level: c_int,
     pub(crate) strategy: c_int,
     pub(crate) encoder: Encoder,
+    /// The windowed encoder (32 KB of history across calls) of a stream at windowBits 15;
+    /// `None` for smaller windows, served in window-sized stateless chunks.
+    pub(crate) windowed: Option<WindowedEncoder>,
     /// zipwire level 0: stored blocks only.
     pub(crate) stored: bool,
     pub(crate) adapt: bool,
@@ -119,7 +122,7 @@ pub(crate) struct Engine {
 
 thread_local! {
     /// The encoder's working memory and its output, shared by every stream of the thread.
-    static WORK: RefCell<(Scratch, Vec<u8>)> = RefCell::new((Scratch::new(), Vec::new()));
+    pub(crate) static WORK: RefCell<(Scratch, Vec<u8>)> = RefCell::new((Scratch::new(), Vec::new()));
 }
 
 /// How a chunk ends.
@@ -173,110 +176,16 @@ impl Engine {
 
     /// A true bound on the output of compressing `n` bytes in one `Z_FINISH` call.
     pub(crate) fn bound(&self, n: u64) -> u64 {
-        let chunk = self.input.cap.max(1) as u64;
+        let chunk = if self.windowed.is_some() {
+            MAX_CHUNK
+        } else {
+            self.input.cap.max(1)
+        } as u64;
         let chunks = n.div_ceil(chunk).max(1);
         n + chunks * chunk_overhead(chunk as usize) as u64 + 8 + self.wrap_len()
     }
 
-    fn wrap_len(&self) -> u64 {
-        match self.wrap {
-            Wrap::Raw => 0,
-            Wrap::Zlib => 6,
-            Wrap::Gzip => 18 + self.gz_header_extras() as u64,
-        }
-    }
-
-    /// Header bytes beyond the minimal 10 that `deflateSetHeader` asks for.
-    fn gz_header_extras(&self) -> usize {
-        if self.gzhead.is_null() {
-            return 0;
-        }
-        // SAFETY: the caller of deflateSetHeader keeps the header alive until the header is
-        // written (zlib's contract); its strings are NUL-terminated.
-        let head = unsafe { &*self.gzhead };
-        let mut extra = 0;
-        if !head.extra.is_null() {
-            extra += 2 + head.extra_len as usize;
-        }
-        for s in [head.name, head.comment] {
-            if !s.is_null() {
-                // SAFETY: as above: a NUL-terminated string.
-                extra += unsafe { libc::strlen(s.cast()) } + 1;
-            }
-        }
-        if head.hcrc != 0 {
-            extra += 2;
-        }
-        extra
-    }
-
-    /// The header: RFC 1950 section 2.2 or RFC 1952 section 2.3.
-    fn header(&self) -> Vec<u8> {
-        match self.wrap {
-            Wrap::Raw => Vec::new(),
-            Wrap::Zlib => {
-                let flags = if self.strategy >= Z_HUFFMAN_ONLY || self.level < 2 {
-                    0
-                } else if self.level < 6 {
-                    1
-                } else if self.level == 6 {
-                    2
-                } else {
-                    3
-                };
-                let mut h = (8 + ((self.wbits - 8) << 4)) << 8 | flags << 6;
-                h += 31 - h % 31;
-                vec![(h >> 8) as u8, h as u8]
-            }
-            Wrap::Gzip => self.gzip_header(),
-        }
-    }
-
-    fn gzip_header(&self) -> Vec<u8> {
-        let xfl = if self.level == 9 {
-            2
-        } else if self.strategy >= Z_HUFFMAN_ONLY || self.level < 2 {
-            4
-        } else {
-            0
-        };
-        if self.gzhead.is_null() {
-            return vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, OS_UNIX];
-        }
-        // SAFETY: see gz_header_extras.
-        let head = unsafe { &*self.gzhead };
-        let c_str = |s: *const u8| {
-            // SAFETY: see gz_header_extras: NUL-terminated, alive.
-            unsafe { std::ffi::CStr::from_ptr(s.cast()) }.to_bytes_with_nul()
-        };
-        let flags = u8::from(head.text != 0)
-            | if head.hcrc != 0 { 2 } else { 0 }
-            | if head.extra.is_null() { 0 } else { 4 }
-            | if head.name.is_null() { 0 } else { 8 }
-            | if head.comment.is_null() { 0 } else { 16 };
-        let mut out = vec![0x1f, 0x8b, 8, flags];
-        out.extend_from_slice(&(head.time as u32).to_le_bytes());
-        out.extend_from_slice(&[xfl, head.os as u8]);
-        if !head.extra.is_null() {
-            let len = head.extra_len as usize & 0xffff;
-            out.extend_from_slice(&(len as u16).to_le_bytes());
-            // SAFETY: extra points to extra_len bytes (zlib's contract).
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(head.extra, len) });
-        }
-        if !head.name.is_null() {
-            out.extend_from_slice(c_str(head.name));
-        }
-        if !head.comment.is_null() {
-            out.extend_from_slice(c_str(head.comment));
-        }
-        if head.hcrc != 0 {
-            let crc = crc32(0, &out);
-            out.extend_from_slice(&(crc as u16).to_le_bytes());
-        }
-        out
-    }
-
-    fn initial_checksum(&self) -> u32 {
+    pub(crate) fn initial_checksum(&self) -> u32 {
         match self.wrap {
             Wrap::Gzip => 0,
             _ => 1,
@@ -299,11 +208,14 @@ impl Engine {
         self.pending.len = 0;
         let level = zipwire_level(&self.encoder, self.stored);
         (self.encoder, self.stored) = encoder_for(level);
+        if let Some(windowed) = self.windowed.as_mut() {
+            windowed.reset();
+        }
     }
 
     /// Appends `bytes` to the pending output, growing the buffer through the stream's
     /// allocator if it cannot hold them (a long gzip header).
-    fn push_pending(&mut self, strm: &z_stream, bytes: &[u8]) -> Result<(), c_int> {
+    pub(crate) fn push_pending(&mut self, strm: &z_stream, bytes: &[u8]) -> Result<(), c_int> {
         let p = &mut self.pending;
         if p.start + p.len + bytes.len() > p.cap {
             if p.len + bytes.len() > p.cap {
@@ -330,8 +242,30 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes `bytes` to `next_out` as far as it has room and nothing waits before them; the
+    /// rest waits in the pending buffer.
+    pub(crate) fn emit(&mut self, strm: &mut z_stream, bytes: &[u8]) -> Result<(), c_int> {
+        let mut bytes = bytes;
+        if self.pending.len == 0 {
+            let n = bytes.len().min(strm.avail_out as usize);
+            // SAFETY: next_out has avail_out writable bytes (zlib's contract), n <= avail_out;
+            // bytes is our buffer.
+            unsafe {
+                ptr::copy_nonoverlapping(bytes.as_ptr(), strm.next_out, n);
+                strm.next_out = strm.next_out.add(n);
+            }
+            strm.avail_out -= n as u32;
+            strm.total_out += n as core::ffi::c_ulong;
+            bytes = &bytes[n..];
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.push_pending(strm, bytes)
+    }
+
     /// Moves pending output to `next_out`.
-    fn drain(&mut self, strm: &mut z_stream) {
+    pub(crate) fn drain(&mut self, strm: &mut z_stream) {
         let p = &mut self.pending;
         let n = p.len.min(strm.avail_out as usize);
         if n == 0 {
@@ -358,7 +292,7 @@ impl Engine {
     ///
     /// `n <= avail_in` and `next_in` holds `avail_in` readable bytes; the slice is used
     /// before the caller's buffer changes (within this deflate call).
-    unsafe fn consume<'a>(&self, strm: &mut z_stream, n: usize) -> &'a [u8] {
+    pub(crate) unsafe fn consume<'a>(&self, strm: &mut z_stream, n: usize) -> &'a [u8] {
         if n == 0 {
             return &[];
         }
@@ -393,7 +327,7 @@ impl Engine {
     }
 
     /// Compresses `data` (all of it) into the pending buffer.
-    fn compress(&mut self, strm: &z_stream, data: &[u8], end: End) -> Result<(), c_int> {
+    fn compress(&mut self, strm: &mut z_stream, data: &[u8], end: End) -> Result<(), c_int> {
         let store = self.stored
             || (self.adapt && !data.is_empty() && detect::inspect(data) != Verdict::Compressible);
         self.encoder.set_store_only(store);
@@ -413,12 +347,12 @@ impl Engine {
             if end == End::Sync && store && !data.is_empty() {
                 out.extend_from_slice(&SYNC_MARKER);
             }
-            self.push_pending(strm, out)
+            self.emit(strm, out)
         })
     }
 
     /// Compresses the input buffer.
-    fn compress_input(&mut self, strm: &z_stream, end: End) -> Result<(), c_int> {
+    fn compress_input(&mut self, strm: &mut z_stream, end: End) -> Result<(), c_int> {
         // SAFETY: the input buffer's bytes are valid and not touched while compressing;
         // the slice does not borrow self.
         let data = unsafe { std::slice::from_raw_parts(self.input.ptr, self.input.len) };
@@ -429,7 +363,11 @@ impl Engine {
 
     /// Writes whatever waits in the input buffer as a non-final chunk: a level change
     /// (deflateParams) applies from the next byte.
-    pub(crate) fn flush_input(&mut self, strm: &z_stream) -> Result<(), c_int> {
+    pub(crate) fn flush_input(&mut self, strm: &mut z_stream) -> Result<(), c_int> {
+        if self.windowed.is_some() {
+            self.write_header_if_needed(strm)?;
+            return self.compress_windowed(strm, &[], Some(BlockEnd::Block));
+        }
         if self.input.len > 0 {
             self.write_header_if_needed(strm)?;
             self.compress_input(strm, End::Open)?;
@@ -437,10 +375,10 @@ impl Engine {
         Ok(())
     }
 
-    fn write_header_if_needed(&mut self, strm: &z_stream) -> Result<(), c_int> {
+    fn write_header_if_needed(&mut self, strm: &mut z_stream) -> Result<(), c_int> {
         if self.status == Status::Init {
             let header = self.header();
-            self.push_pending(strm, &header)?;
+            self.emit(strm, &header)?;
             self.status = Status::Busy;
         }
         Ok(())
@@ -449,7 +387,14 @@ impl Engine {
     /// zlib's `deflate()` over the stateless encoder.
     pub(crate) fn deflate(&mut self, strm: &mut z_stream, flush: c_int) -> c_int {
         match self.deflate_inner(strm, flush) {
-            Ok(code) => code,
+            Ok(code) => {
+                if code == Z_OK && strm.avail_out == 0 {
+                    // As zlib: a call that filled the output buffer is followed by another
+                    // with the same flush, which must not be taken for no progress.
+                    self.last_flush = -1;
+                }
+                code
+            }
             Err(code) => set_error(strm, code),
         }
     }
@@ -481,6 +426,9 @@ impl Engine {
             };
         }
         self.write_header_if_needed(strm)?;
+        if self.windowed.is_some() {
+            return self.deflate_windowed(strm, flush);
+        }
         let chunk = self.input.cap;
         loop {
             if self.pending.len != 0 {
@@ -509,16 +457,8 @@ impl Engine {
             Z_NO_FLUSH => return Ok(Z_OK),
             Z_FINISH => {
                 self.compress_input(strm, End::Final)?;
-                let trailer = match self.wrap {
-                    Wrap::Raw => Vec::new(),
-                    Wrap::Zlib => (strm.adler as u32).to_be_bytes().to_vec(),
-                    Wrap::Gzip => {
-                        let mut t = (strm.adler as u32).to_le_bytes().to_vec();
-                        t.extend_from_slice(&(strm.total_in as u32).to_le_bytes());
-                        t
-                    }
-                };
-                self.push_pending(strm, &trailer)?;
+                let trailer = self.trailer(strm);
+                self.emit(strm, &trailer)?;
                 self.status = Status::Finished;
                 self.drain(strm);
                 return Ok(if self.pending.len == 0 {
@@ -569,14 +509,4 @@ pub(crate) fn zipwire_level(encoder: &Encoder, stored: bool) -> u8 {
 /// (RFC 1951 section 3.2.4, one per 65535 bytes), the sync marker, and a partial byte.
 fn chunk_overhead(chunk: usize) -> usize {
     5 * chunk.div_ceil(65_535).max(1) + SYNC_MARKER.len() + 8
-}
-
-fn crc32(crc: u32, data: &[u8]) -> u32 {
-    // SAFETY: data is a valid slice of data.len() bytes.
-    unsafe { libz_rs_sys::crc32_z(crc.into(), data.as_ptr(), data.len()) as u32 }
-}
-
-fn adler32(adler: u32, data: &[u8]) -> u32 {
-    // SAFETY: data is a valid slice of data.len() bytes.
-    unsafe { libz_rs_sys::adler32_z(adler.into(), data.as_ptr(), data.len()) as u32 }
 }

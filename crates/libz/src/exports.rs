@@ -21,6 +21,7 @@ use libz_rs_sys::{
 use crate::config::{self, Target};
 use crate::engine::{self, set_error, Buf, Engine, Status, Wrap};
 use crate::state::{Kind, State};
+use zipwire_codec::{Level, WindowedEncoder};
 
 /// The version reported: Debian 12's zlib1g, so programs comparing `zlibVersion()` with the
 /// `ZLIB_VERSION` they were built against (first character, or all of it) accept it.
@@ -132,12 +133,29 @@ pub unsafe extern "C" fn deflateInit2_(
                 return ret;
             }
         };
-        let chunk = Engine::chunk_for(wbits as u32);
+        // A full window (and a level above stored) takes the windowed encoder, which keeps
+        // its input itself: the pending buffer starts small and grows if a caller's output
+        // buffer is smaller than a call's output. Smaller windows go in window-sized chunks.
+        let windowed = match (wbits, Level::try_from(zipwire)) {
+            (15, Ok(level)) if zipwire > 0 => WindowedEncoder::new(level).ok(),
+            _ => None,
+        };
+        let (input_cap, pending_cap) = match windowed {
+            Some(_) => (0, 512),
+            None => {
+                let chunk = Engine::chunk_for(wbits as u32);
+                (chunk, Engine::pending_for(chunk))
+            }
+        };
         // SAFETY: the stream's allocator is valid.
         let (input, pending) = unsafe {
             (
-                Buf::new(strm, chunk),
-                Buf::new(strm, Engine::pending_for(chunk)),
+                if input_cap == 0 {
+                    Some(Buf::EMPTY)
+                } else {
+                    Buf::new(strm, input_cap)
+                },
+                Buf::new(strm, pending_cap),
             )
         };
         let (Some(mut input), Some(mut pending)) = (input, pending) else {
@@ -150,6 +168,7 @@ pub unsafe extern "C" fn deflateInit2_(
             level,
             strategy,
             encoder,
+            windowed,
             stored,
             adapt: config.adapt,
             gzhead: ptr::null_mut(),

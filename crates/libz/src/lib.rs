@@ -30,10 +30,12 @@ mod config;
 pub mod delegate;
 mod engine;
 pub mod exports;
+mod framing;
 pub mod printf;
 mod state;
 #[cfg(test)]
 mod tests;
+mod windowed;
 
 /// Reads the settings (and prints the log line, if asked) when the library is loaded, so
 /// `ZIPWIRE_ZLIB_LOG=1` names it even in a program that only inflates.

@@ -20,7 +20,8 @@ const MAGIC: u64 = 0x7a69_7077_6972_655a;
 const RS_VERSION: &[u8] = b"1.2.13\0";
 
 /// Which engine a stream runs on.
-#[derive(Debug)]
+// The state is one allocation through zalloc either way; boxing the engine would add one.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Kind {
     Zipwire(Engine),
     /// zlib-rs through the inner stream.
@@ -240,6 +241,13 @@ impl State {
             return Z_MEM_ERROR;
         }
         let kind = match &self.kind {
+            // The windowed encoder cannot be copied (it is not Clone).
+            Kind::Zipwire(engine) if engine.windowed.is_some() => {
+                // SAFETY: raw came from dest's allocator and holds nothing yet.
+                unsafe { alloc::free(dest, raw.cast()) };
+                dest.state = ptr::null_mut();
+                return libz_rs_sys::Z_STREAM_ERROR;
+            }
             Kind::Zipwire(engine) => {
                 // SAFETY: dest's allocator is valid.
                 let bufs = unsafe {
@@ -267,6 +275,7 @@ impl State {
                 (pending.len, pending.start) = (engine.pending.len, engine.pending.start);
                 Kind::Zipwire(Engine {
                     encoder: engine.encoder.clone(),
+                    windowed: None,
                     input,
                     pending,
                     ..*engine
