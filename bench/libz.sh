@@ -192,6 +192,7 @@ CONF
     alerts=$(grep -c '\[alert\]' "$TMP/nginx-error.log" 2> /dev/null || true)
     printf '%-6s %-14s %10s %8s %8.3f %7s\n' "$1" "$([ "$2" = 1 ] && echo library || echo system zlib)" \
         "${rps:--}" "$gz" "$(echo "$PAGE_SIZE / $gz" | bc -l)" "${alerts:-0}"
+    grep '\[alert\]' "$TMP/nginx-error.log" | head -3 | sed 's/^/  note: /' >&2 || true
     : > "$TMP/nginx-error.log"
 }
 echo
