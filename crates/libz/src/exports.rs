@@ -1,5 +1,5 @@
 //! zlib's deflate functions and `zlibVersion`, exported under their C names: each stream goes
-//! to zipwire's encoder or to zlib-rs by the level map (see [`crate::config`]), and a stream
+//! to zipwire's encoder or to zlib-rs by the level map (`config.rs`, docs/libz.md), and a stream
 //! that asks for what only zlib-rs does (a dictionary, `deflatePrime`, a Huffman-only, RLE or
 //! fixed strategy, a level mapped to zlib) moves to zlib-rs before its first byte.
 //!
