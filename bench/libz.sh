@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# bench/libz.sh: the drop-in zlib (crates/libz, issue 25) against the system zlib, side by side
+# in one run:
+#   - scp -C of a slice of large/ over a veth pair between two network namespaces, shaped to
+#     1 Gbit/s with tc tbf and unshaped: library on both ends, system zlib on both ends, and
+#     plain scp (no compression); the same with already-compressed data, the library with
+#     ZIPWIRE_ZLIB_ADAPT=1;
+#   - nginx (one worker, pinned to one core) with gzip_comp_level 1 and 6 serving the
+#     haproxy.org page to wrk, 500 connections: preloaded against the system zlib.
+#
+# Environment (defaults in brackets):
+#   SIZE [100000000]   bytes per scp transfer (the slice of large/, repeated if shorter)
+#   LINKS [1000,0]     Mbit/s; 0 is unshaped
+#   DURATION [10]      seconds per wrk run
+#   CONNS [500]        wrk connections
+#   NGINX_CPU [0]      core nginx is pinned to; wrk runs on LOAD_CPU [1]
+#   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
+#   LIB [target/release/libzipwire_z.so, built if missing]
+#
+# Needs root (network namespaces, tc, sshd). The machine it ran on is shared: figures move
+# between runs; compare the rows of one run.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CORPUS=${ZIPWIRE_CORPUS:-$ROOT/../shared/corpus}
+SIZE=${SIZE:-100000000}
+LINKS=${LINKS:-1000,0}
+DURATION=${DURATION:-10}
+CONNS=${CONNS:-500}
+NGINX_CPU=${NGINX_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+LIB=${LIB:-$ROOT/target/release/libzipwire_z.so}
+NS_A=zwlibz-a NS_B=zwlibz-b IP_A=10.78.0.1 IP_B=10.78.0.2
+
+die() { echo "libz.sh: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root for network namespaces, tc and sshd"
+for tool in ip tc scp ssh-keygen wrk nginx curl python3 taskset; do
+    command -v "$tool" > /dev/null || [ -x "/usr/sbin/$tool" ] || die "missing $tool"
+done
+[ -f "$LIB" ] || (cd "$ROOT" && cargo build --release -q -p zipwire-libz)
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    ip netns del "$NS_A" 2> /dev/null || true
+    ip netns del "$NS_B" 2> /dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+# --- data: SIZE bytes of large/ (text and a tar), and of incompressible/ --------------------
+python3 - "$CORPUS" "$SIZE" "$TMP" << 'PY'
+import os, sys
+corpus, size, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def slice_of(d, size):
+    paths = sorted(os.path.join(d, n) for n in os.listdir(d))
+    out = bytearray()
+    while len(out) < size:
+        for p in paths:
+            out += open(p, "rb").read(size - len(out))
+            if len(out) >= size:
+                break
+    return bytes(out)
+open(os.path.join(tmp, "large.bin"), "wb").write(slice_of(os.path.join(corpus, "large"), size))
+open(os.path.join(tmp, "compressed.bin"), "wb").write(
+    slice_of(os.path.join(corpus, "incompressible"), size // 3))
+PY
+
+# --- two namespaces, a veth pair, sshd in B (one plain, one preloaded) ---------------------
+ip netns del "$NS_A" 2> /dev/null || true
+ip netns del "$NS_B" 2> /dev/null || true
+ip netns add "$NS_A"
+ip netns add "$NS_B"
+ip link add zlA netns "$NS_A" type veth peer name zlB netns "$NS_B"
+ip -n "$NS_A" addr add "$IP_A/24" dev zlA
+ip -n "$NS_B" addr add "$IP_B/24" dev zlB
+for ns in "$NS_A" "$NS_B"; do
+    ip -n "$ns" link set lo up
+done
+ip -n "$NS_A" link set zlA up
+ip -n "$NS_B" link set zlB up
+
+set_link() {
+    local mbit=$1
+    for pair in "$NS_A zlA" "$NS_B zlB"; do
+        set -- $pair
+        tc -n "$1" qdisc del dev "$2" root 2> /dev/null || true
+        if [ "$mbit" != 0 ]; then
+            local burst=$((mbit * 1000000 / 8 / 250))
+            [ "$burst" -ge 65536 ] || burst=65536
+            tc -n "$1" qdisc add dev "$2" root tbf rate "${mbit}mbit" burst "$burst" latency 20ms
+        fi
+    done
+}
+
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/client_key"
+cp "$TMP/client_key.pub" "$TMP/authorized_keys"
+mkdir -p /run/sshd
+start_sshd() { # port, preload (0/1), adapt (0/1)
+    cat > "$TMP/sshd_$1" << CONF
+Port $1
+ListenAddress $IP_B
+HostKey $TMP/host_key
+AuthorizedKeysFile $TMP/authorized_keys
+PidFile $TMP/sshd_$1.pid
+UsePAM no
+StrictModes no
+PermitRootLogin yes
+PasswordAuthentication no
+Compression yes
+Subsystem sftp internal-sftp
+CONF
+    local env=()
+    [ "$2" = 1 ] && env+=("LD_PRELOAD=$LIB")
+    [ "$3" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
+    ip netns exec "$NS_B" env "${env[@]}" /usr/sbin/sshd -D -f "$TMP/sshd_$1" -E "$TMP/sshd_$1.log" &
+    PIDS+=($!)
+}
+start_sshd 2201 0 0
+start_sshd 2202 1 0
+start_sshd 2203 1 1
+sleep 1
+
+# One scp upload (the client compresses; the server decompresses): MB/s and ssh's factor.
+scp_run() { # label, port, file, compress (0/1), preload (0/1), adapt (0/1)
+    local env=() opts=()
+    [ "$4" = 1 ] && opts+=(-C)
+    [ "$5" = 1 ] && env+=("LD_PRELOAD=$LIB")
+    [ "$6" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
+    local size start end
+    size=$(stat -c %s "$3")
+    start=$(date +%s.%N)
+    ip netns exec "$NS_A" env "${env[@]}" scp -v "${opts[@]}" -P "$2" -i "$TMP/client_key" \
+        -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
+        "$3" "root@$IP_B:/dev/null" 2> "$TMP/scp.log" || { echo "scp failed: $(tail -3 "$TMP/scp.log")" >&2; return; }
+    end=$(date +%s.%N)
+    local factor
+    factor=$(grep -o 'compress outgoing: .*factor [0-9.]*' "$TMP/scp.log" | grep -o '[0-9.]*$' | tail -1 || true)
+    printf '%-12s %-16s %-32s %8.1f %8s\n' "$LINK" "$(basename "$3" .bin)" "$1" \
+        "$(echo "$size / ($end - $start) / 1000000" | bc -l)" "${factor:--}"
+}
+
+echo
+echo "scp -C upload, $SIZE bytes of large/ ($((SIZE / 3)) of incompressible/), $(nproc) cores, shared machine"
+printf '%-12s %-16s %-32s %8s %8s\n' link data method MB/s factor
+IFS=, read -ra links <<< "$LINKS"
+for mbit in "${links[@]}"; do
+    set_link "$mbit"
+    LINK=$([ "$mbit" = 0 ] && echo unshaped || echo "${mbit} Mbit/s")
+    scp_run "scp (no compression)" 2201 "$TMP/large.bin" 0 0 0
+    scp_run "scp -C, system zlib both ends" 2201 "$TMP/large.bin" 1 0 0
+    scp_run "scp -C, library both ends" 2202 "$TMP/large.bin" 1 1 0
+    scp_run "scp (no compression)" 2201 "$TMP/compressed.bin" 0 0 0
+    scp_run "scp -C, system zlib both ends" 2201 "$TMP/compressed.bin" 1 0 0
+    scp_run "scp -C, library both ends" 2202 "$TMP/compressed.bin" 1 1 0
+    scp_run "scp -C, library, adaptive" 2203 "$TMP/compressed.bin" 1 1 1
+done
+
+# --- nginx gzip: preloaded against the system zlib ----------------------------------------
+PAGE="$CORPUS/web/haproxy-org-index.html"
+mkdir -p "$TMP/www"
+cp "$PAGE" "$TMP/www/index.html"
+PAGE_SIZE=$(stat -c %s "$PAGE")
+nginx_run() { # level, preload (0/1)
+    local port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    cat > "$TMP/nginx.conf" << CONF
+user root; worker_processes 1; daemon off; pid $TMP/nginx.pid; error_log $TMP/nginx-error.log warn;
+worker_rlimit_nofile 4096;
+events { worker_connections 2048; }
+http { access_log off; client_body_temp_path $TMP/body; proxy_temp_path $TMP/proxy;
+  fastcgi_temp_path $TMP/fcgi; uwsgi_temp_path $TMP/uwsgi; scgi_temp_path $TMP/scgi;
+  server { listen 127.0.0.1:$port backlog=4096; root $TMP/www; gzip on; gzip_comp_level $1;
+           gzip_types *; gzip_min_length 0; } }
+CONF
+    local env=()
+    [ "$2" = 1 ] && env+=("LD_PRELOAD=$LIB")
+    env "${env[@]}" taskset -c "$NGINX_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/nginx-error.log" &
+    local pid=$!
+    sleep 1
+    local gz
+    gz=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" | wc -c)
+    local out
+    out=$(ulimit -n 4096; taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --timeout 10s \
+        -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" 2>&1 || true)
+    kill "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+    local rps alerts
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    alerts=$(grep -c '\[alert\]' "$TMP/nginx-error.log" 2> /dev/null || true)
+    printf '%-6s %-14s %10s %8s %8.3f %7s\n' "$1" "$([ "$2" = 1 ] && echo library || echo system zlib)" \
+        "${rps:--}" "$gz" "$(echo "$PAGE_SIZE / $gz" | bc -l)" "${alerts:-0}"
+    grep '\[alert\]' "$TMP/nginx-error.log" | head -3 | sed 's/^/  note: /' >&2 || true
+    : > "$TMP/nginx-error.log"
+}
+echo
+echo "nginx gzip, haproxy-org-index.html ($PAGE_SIZE bytes), $CONNS connections, ${DURATION}s, one core"
+printf '%-6s %-14s %10s %8s %8s %7s\n' level zlib hits/s bytes ratio alerts
+for level in 1 6; do
+    nginx_run "$level" 0
+    nginx_run "$level" 1
+done

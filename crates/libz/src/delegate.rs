@@ -1,0 +1,106 @@
+//! Everything zipwire does not do better, exported under zlib's names and handed to zlib-rs:
+//! inflate, the `gz*` file functions, checksums and their combine functions, one-shot
+//! `compress*`/`uncompress*`, `zError` and `zlibCompileFlags`.
+//!
+//! libz-rs-sys is built without its `export-symbols` feature, so its functions are plain Rust
+//! functions with mangled names: the only unmangled `inflate` in the library is the one below,
+//! and nothing clashes. `gzprintf`/`gzvprintf` take variadic arguments, which need an
+//! unstable Rust feature, so they are C, in `csrc/gzprintf.c`, over this `gzwrite`.
+
+use core::ffi::{c_char, c_int, c_long, c_uchar, c_uint, c_ulong, c_void};
+
+use libz_rs_sys::{
+    gzFile, gz_headerp, in_func, out_func, z_off64_t, z_off_t, z_stream, z_streamp, Bytef,
+};
+
+/// Exports each listed function under its zlib name, calling libz-rs-sys's function of the
+/// same name and signature.
+macro_rules! delegate {
+    ($( fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty; )*) => {$(
+        #[doc = concat!("zlib's `", stringify!($name), "`, served by zlib-rs.")]
+        ///
+        /// # Safety
+        ///
+        /// The caller keeps zlib's contract for this function (valid pointers and lengths).
+        #[no_mangle]
+        #[allow(unused_unsafe, non_snake_case, clippy::missing_safety_doc)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            // SAFETY: zlib-rs implements the same C contract as zlib for this function, and
+            // the caller keeps that contract; the arguments are passed through unchanged.
+            unsafe { libz_rs_sys::$name($($arg),*) }
+        }
+    )*};
+}
+
+delegate! {
+    fn crc32_z(crc: c_ulong, buf: *const Bytef, len: usize) -> c_ulong;
+    fn crc32(crc: c_ulong, buf: *const Bytef, len: c_uint) -> c_ulong;
+    fn crc32_combine(crc1: c_ulong, crc2: c_ulong, len2: z_off_t) -> c_ulong;
+    fn crc32_combine64(crc1: c_ulong, crc2: c_ulong, len2: z_off64_t) -> c_ulong;
+    fn get_crc_table() -> *const [u32; 256];
+    fn crc32_combine_gen64(len2: z_off64_t) -> c_ulong;
+    fn crc32_combine_gen(len2: z_off_t) -> c_ulong;
+    fn crc32_combine_op(crc1: c_ulong, crc2: c_ulong, op: c_ulong) -> c_ulong;
+    fn adler32_z(adler: c_ulong, buf: *const Bytef, len: usize) -> c_ulong;
+    fn adler32(adler: c_ulong, buf: *const Bytef, len: c_uint) -> c_ulong;
+    fn adler32_combine(adler1: c_ulong, adler2: c_ulong, len2: z_off_t) -> c_ulong;
+    fn adler32_combine64(adler1: c_ulong, adler2: c_ulong, len2: z_off64_t) -> c_ulong;
+    fn uncompress(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: c_ulong) -> c_int;
+    fn uncompress2(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: *mut c_ulong) -> c_int;
+    fn inflate(strm: *mut z_stream, flush: i32) -> i32;
+    fn inflateEnd(strm: *mut z_stream) -> i32;
+    fn inflateBackInit_(strm: z_streamp, windowBits: c_int, window: *mut c_uchar, version: *const c_char, stream_size: c_int) -> c_int;
+    fn inflateBack(strm: z_streamp, in_: Option<in_func>, in_desc: *mut c_void, out: Option<out_func>, out_desc: *mut c_void) -> c_int;
+    fn inflateBackEnd(strm: z_streamp) -> c_int;
+    fn inflateCopy(dest: *mut z_stream, source: *const z_stream) -> i32;
+    fn inflateMark(strm: *const z_stream) -> c_long;
+    fn inflateSync(strm: *mut z_stream) -> i32;
+    fn inflateSyncPoint(strm: *mut z_stream) -> i32;
+    fn inflateInit_(strm: z_streamp, version: *const c_char, stream_size: c_int) -> c_int;
+    fn inflateInit2_(strm: z_streamp, windowBits: c_int, version: *const c_char, stream_size: c_int) -> c_int;
+    fn inflatePrime(strm: *mut z_stream, bits: i32, value: i32) -> i32;
+    fn inflateReset(strm: *mut z_stream) -> i32;
+    fn inflateReset2(strm: *mut z_stream, windowBits: c_int) -> i32;
+    fn inflateSetDictionary(strm: *mut z_stream, dictionary: *const u8, dictLength: c_uint) -> c_int;
+    fn inflateGetHeader(strm: z_streamp, head: gz_headerp) -> c_int;
+    fn inflateUndermine(strm: *mut z_stream, subvert: i32) -> c_int;
+    fn inflateValidate(strm: *mut z_stream, check: i32) -> c_int;
+    fn inflateResetKeep(strm: *mut z_stream) -> c_int;
+    fn inflateCodesUsed(strm: *mut z_stream) -> c_ulong;
+    fn inflateGetDictionary(strm: *const z_stream, dictionary: *mut c_uchar, dictLength: *mut c_uint) -> c_int;
+    fn compress(dest: *mut Bytef, destLen: *mut c_ulong, source: *const Bytef, sourceLen: c_ulong) -> c_int;
+    fn compress2(dest: *mut Bytef, destLen: *mut c_ulong, source: *const Bytef, sourceLen: c_ulong, level: c_int) -> c_int;
+    fn compressBound(sourceLen: c_ulong) -> c_ulong;
+    fn zError(err: c_int) -> *const c_char;
+    fn zlibCompileFlags() -> c_ulong;
+    fn gzopen64(path: *const c_char, mode: *const c_char) -> gzFile;
+    fn gzopen(path: *const c_char, mode: *const c_char) -> gzFile;
+    fn gzdopen(fd: c_int, mode: *const c_char) -> gzFile;
+    fn gzclose(file: gzFile) -> c_int;
+    fn gzclose_r(file: gzFile) -> c_int;
+    fn gzclose_w(file: gzFile) -> c_int;
+    fn gzbuffer(file: gzFile, size: c_uint) -> c_int;
+    fn gzerror(file: gzFile, errnum: *mut c_int) -> *const c_char;
+    fn gzclearerr(file: gzFile) -> ();
+    fn gzeof(file: gzFile) -> c_int;
+    fn gzdirect(file: gzFile) -> c_int;
+    fn gzread(file: gzFile, buf: *mut c_void, len: c_uint) -> c_int;
+    fn gzfread(buf: *mut c_void, size: usize, nitems: usize, file: gzFile) -> usize;
+    fn gzwrite(file: gzFile, buf: *const c_void, len: c_uint) -> c_int;
+    fn gzfwrite(buf: *const c_void, size: usize, nitems: usize, file: gzFile) -> usize;
+    fn gzflush(file: gzFile, flush: c_int) -> c_int;
+    fn gztell64(file: gzFile) -> z_off64_t;
+    fn gztell(file: gzFile) -> z_off_t;
+    fn gzoffset64(file: gzFile) -> z_off64_t;
+    fn gzoffset(file: gzFile) -> z_off_t;
+    fn gzputc(file: gzFile, c: c_int) -> c_int;
+    fn gzputs(file: gzFile, s: *const c_char) -> c_int;
+    fn gzgetc(file: gzFile) -> c_int;
+    fn gzgetc_(file: gzFile) -> c_int;
+    fn gzungetc(c: c_int, file: gzFile) -> c_int;
+    fn gzgets(file: gzFile, buf: *mut c_char, len: c_int) -> *mut c_char;
+    fn gzsetparams(file: gzFile, level: c_int, strategy: c_int) -> c_int;
+    fn gzseek64(file: gzFile, offset: z_off64_t, whence: c_int) -> z_off64_t;
+    fn gzseek(file: gzFile, offset: z_off_t, whence: c_int) -> z_off_t;
+    fn gzrewind(file: gzFile) -> c_int;
+}

@@ -1,0 +1,94 @@
+//! zlib's contract, checked by one C program against the system zlib and against this
+//! library (issue 25, proof "conformance"): random settings, `avail_in`/`avail_out` splits
+//! and flush modes over corpus files, every stream inflated by the system zlib.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Link;
+
+/// Corpus files the program deflates: text, web and incompressible data, 192 KB at most each.
+fn corpus() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["canterbury", "web", "incompressible"] {
+        files.extend(zipwire_testkit::corpus_files(dir).into_iter().take(12));
+    }
+    files
+}
+
+fn compress_and_verify(
+    exe: &Path,
+    verifier: &Path,
+    seed: u64,
+    out: &Path,
+    files: &[PathBuf],
+) -> String {
+    std::fs::create_dir_all(out).expect("out dir");
+    let report = common::run_ok(
+        Command::new(exe)
+            .arg("compress")
+            .arg(seed.to_string())
+            .arg(out)
+            .args(files),
+    );
+    assert!(!report.contains("FAIL"), "{}: {report}", exe.display());
+    let verified = common::run_ok(Command::new(verifier).arg("verify").arg(out));
+    assert!(verified.contains("verified"), "{verified}");
+    report
+}
+
+#[test]
+fn system_zlib_and_zipwire_both_keep_zlibs_contract() {
+    if !common::have_cc_and_zlib_h() {
+        return;
+    }
+    let files = corpus();
+    if files.is_empty() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let system = common::build_c("conformance.c", tmp.path(), Link::System);
+    let ours = common::build_c("conformance.c", tmp.path(), Link::Zipwire);
+    let which = common::run_ok(Command::new(&ours).arg("which"));
+    assert!(
+        which.contains("libz.so.1") && which.contains(tmp.path().to_str().unwrap_or("?")),
+        "the zipwire build must take deflate() from the library: {which}"
+    );
+    for seed in 1..=2 {
+        let dir = tmp.path().join(format!("system-{seed}"));
+        let report = compress_and_verify(&system, &system, seed, &dir, &files);
+        // zlib copies every stream; only zipwire's windowed streams may refuse (not Clone).
+        assert!(!report.contains("NOTE deflateCopy refused"), "{report}");
+        let dir = tmp.path().join(format!("zipwire-{seed}"));
+        compress_and_verify(&ours, &system, seed, &dir, &files);
+    }
+}
+
+/// The adaptive option stores what samples as incompressible and still keeps the contract.
+#[test]
+fn adaptive_option_keeps_the_contract() {
+    if !common::have_cc_and_zlib_h() {
+        return;
+    }
+    let files = corpus();
+    if files.is_empty() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let system = common::build_c("conformance.c", tmp.path(), Link::System);
+    let ours = common::build_c("conformance.c", tmp.path(), Link::Zipwire);
+    let out = tmp.path().join("adapt");
+    std::fs::create_dir_all(&out).expect("out dir");
+    let report = common::run_ok(
+        Command::new(&ours)
+            .env("ZIPWIRE_ZLIB_ADAPT", "1")
+            .arg("compress")
+            .arg("7")
+            .arg(&out)
+            .args(&files),
+    );
+    assert!(!report.contains("FAIL"), "{report}");
+    common::run_ok(Command::new(&system).arg("verify").arg(&out));
+}
