@@ -30,6 +30,9 @@ enum Call {
     Final,
 }
 
+/// What `poll_frame` returns.
+type Polled = Poll<Option<Result<Frame<Bytes>, BodyError>>>;
+
 /// Smallest growth of the input buffer, so a body arriving in small frames is not copied on
 /// every frame.
 const GROW_STEP: usize = 16 * 1024;
@@ -201,10 +204,7 @@ impl<B: Body> CompressBody<B> {
     /// Takes the share of the gather budget that the next input needs, before it is read.
     /// `Some` when the body must answer now instead: waiting for the budget, or a call cut
     /// short because the share could not grow.
-    fn reserve_input(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Option<Poll<Option<Result<Frame<Bytes>, BodyError>>>> {
+    fn reserve_input(&mut self, cx: &mut Context<'_>) -> Option<Polled> {
         let rest = self.inner.size_hint().upper();
         let carried = self.carry.as_ref().map_or(0, bytes::Buf::remaining);
         if self.pending.is_empty() {
