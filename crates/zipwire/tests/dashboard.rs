@@ -6,9 +6,11 @@
 //! Skips with a note where there is no `chromium`; fails where `CI=true`.
 
 mod browser_support;
+mod tunnel_support;
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +21,7 @@ use browser_support::origin::Origin;
 use browser_support::page::Site;
 use browser_support::png;
 use browser_support::proxy::Proxy;
+use tunnel_support::{echo_target, free_port, Running, BIN};
 
 /// Longest the page may take to show its first updates (Chromium's start included).
 const FIRST_UPDATES: Duration = Duration::from_secs(30);
@@ -169,5 +172,178 @@ fn the_proxy_dashboard_shows_what_stats_reports() {
     assert!(gzip.starts_with(&want), "gzip row {gzip:?}, want {want:?}");
     let shot = page.screenshot();
     keep_screenshot(&shot, "proxy");
+    screenshot_shows_charts(&shot);
+}
+
+/// `GET path` from an HTTP/1.1 server at `addr`, parsed as JSON.
+fn get_json(addr: &str, path: &str) -> serde_json::Value {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of head: {response}"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{path} answered: {head}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{path} is not JSON ({e}): {body}"))
+}
+
+/// Sends 256 kB through the tunnel client at `addr`, half text and half noise (so that some
+/// blocks go raw), again and again until `stop`, reading the echo back each time.
+fn tunnel_load(addr: String, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let data: Vec<u8> = (0..256 * 1024)
+        .map(|i| {
+            if i < 128 * 1024 {
+                b"zipwire tunnel dashboard "[i % 25]
+            } else {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            }
+        })
+        .collect();
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut stream) = TcpStream::connect(&addr) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+        let Ok(mut writer) = stream.try_clone() else {
+            continue;
+        };
+        let sent = data.clone();
+        let sending = std::thread::spawn(move || {
+            let _ = writer.write_all(&sent);
+            let _ = writer.shutdown(Shutdown::Write);
+        });
+        let mut back = Vec::new();
+        let read = stream.read_to_end(&mut back);
+        let _ = sending.join();
+        if read.is_ok() && back == data {
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[test]
+fn the_tunnel_dashboard_shows_what_stats_reports() {
+    let Some(browser) = chromium::require() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let keys = dir.path().join("keys");
+    let keygen = Command::new(BIN)
+        .args(["tunnel", "keygen", "--out"])
+        .arg(&keys)
+        .output()
+        .expect("zipwire tunnel keygen");
+    assert!(keygen.status.success(), "keygen failed");
+    let pin = String::from_utf8_lossy(&keygen.stdout).trim().to_owned();
+    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
+    let (target, server_addr, client_addr) = (echo_target(), free_port(), free_port());
+    let server = Running::start(
+        &[
+            "tunnel",
+            "server",
+            "--listen",
+            &server_addr,
+            "--forward",
+            &target,
+            "--cert",
+            &path("cert.pem"),
+            "--key",
+            &path("key.pem"),
+            "--token-file",
+            &path("token"),
+        ],
+        &dir.path().join("server.log"),
+    );
+    server.wait_for("tunnel server ready");
+    let admin = free_port();
+    let port = admin
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_owned())
+        .unwrap_or_default();
+    let client = Running::start(
+        &[
+            "tunnel",
+            "client",
+            "--listen",
+            &client_addr,
+            "--server",
+            &server_addr,
+            "--pin",
+            &pin,
+            "--token-file",
+            &path("token"),
+            "--admin",
+            &port,
+        ],
+        &dir.path().join("client.log"),
+    );
+    client.wait_for("tunnel admin listening");
+    client.wait_for("tunnel client ready");
+
+    let (stop, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let loader = {
+        let (addr, stop, done) = (client_addr.clone(), stop.clone(), done.clone());
+        std::thread::spawn(move || tunnel_load(addr, stop, done))
+    };
+    let mut page = Session::open(&browser, &format!("http://{admin}/dashboard"), 1280, 900);
+    page.wait_for_updates(2, FIRST_UPDATES);
+    stop.store(true, Ordering::Relaxed);
+    loader.join().expect("the load thread");
+    let now = page.updates();
+    page.wait_for_updates(now + 2, NEXT_UPDATES);
+    let stats = get_json(&admin, "/stats");
+    let log = || format!("/stats: {stats:#}\nthe client's log:\n{}", client.log());
+    assert!(
+        done.load(Ordering::Relaxed) >= 1,
+        "nothing went through; {}",
+        log()
+    );
+    let raw_out = stats["outgoing"]["raw"].as_u64().unwrap_or(0);
+    assert!(raw_out >= 256 * 1024, "too little sent; {}", log());
+    for direction in ["outgoing", "incoming"] {
+        for field in ["raw", "wire"] {
+            let id = format!("{direction}-{field}");
+            assert_eq!(
+                page.text(&id),
+                Some(number(&stats, &format!("/{direction}/{field}"))),
+                "{id} on the page; {}",
+                log()
+            );
+        }
+    }
+    let blocks: u64 = stats["outgoing"]["methods"]
+        .as_object()
+        .map(|m| m.values().filter_map(|c| c["blocks"].as_u64()).sum())
+        .unwrap_or(0);
+    assert_eq!(
+        page.text("outgoing-blocks"),
+        Some(blocks.to_string()),
+        "{}",
+        log()
+    );
+    let raw_blocks = stats
+        .pointer("/outgoing/methods/raw/blocks")
+        .map_or(0, |n| n.as_u64().unwrap_or(0));
+    assert_eq!(
+        page.text("outgoing-raw_blocks"),
+        Some(raw_blocks.to_string()),
+        "{}",
+        log()
+    );
+    let shot = page.screenshot();
+    keep_screenshot(&shot, "tunnel");
     screenshot_shows_charts(&shot);
 }
