@@ -3,7 +3,7 @@
 //!
 //! A stream owns one timer and samples only when hyper polls it after a tick: a viewer whose
 //! socket is full is not polled, so its ticks are skipped rather than queued, and no buffer
-//! grows. [`Viewers`] caps how many streams exist.
+//! grows. At most [`MAX_VIEWERS`] streams exist at once.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
