@@ -75,6 +75,20 @@ def measure(commands, stdin_path, out_dir, rounds):
     return results
 
 
+def plot(kind, header, rows, zipwire):
+    """Writes `rows` tab-separated beside $PLOT (default <kind>.svg; PLOT= for none) and draws
+    them with `zipwire bench plot`."""
+    svg = os.environ.get("PLOT", f"{kind}.svg")
+    if not svg:
+        return
+    tsv = os.path.splitext(svg)[0] + ".tsv"
+    with open(tsv, "w") as f:
+        f.write("\t".join(header) + "\n")
+        for row in rows:
+            f.write("\t".join(str(cell) for cell in row) + "\n")
+    subprocess.run([zipwire, "bench", "plot", kind, tsv, "-o", svg], check=True)
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     corpus = os.environ.get("ZIPWIRE_CORPUS", os.path.join(root, "..", "shared", "corpus"))
@@ -124,6 +138,9 @@ def main():
                 sys.exit(f"cli.py: {label}: gzip -d does not decode the output to the input")
         summary[label] = (wall, ratio, max(rss))
         print(f"{label:22} {wall:8.3f} {mb / wall:8.1f} {ratio:7.3f} {max(rss) / 1e6:12.1f}")
+    plot("cli", ["command", "wall s", "MB/s", "ratio", "peak RSS MB"],
+         [(label, f"{w:.3f}", f"{mb / w:.1f}", f"{r:.3f}", f"{m / 1e6:.1f}")
+          for label, (w, r, m) in summary.items()], zw)
 
     packed = os.path.join(work, "pigz6.gz")
     run(["pigz", "-6", "-p2"], plain, packed)

@@ -8,6 +8,8 @@
 #   ROUNDS [3]         alternating rounds; the table shows medians
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
 #   ZIPWIRE [target/release/zipwire, built if missing]
+#   PLOT [cli.svg]      draw MB/s against ratio per command here (zipwire bench plot), the rows
+#                      beside it in the same name ending .tsv; PLOT= for none
 #
 # Needs root only to install missing tools (apt-get: gzip pigz isal libdeflate-tools zstd time).
 set -euo pipefail

@@ -186,6 +186,7 @@ h2_main() {
     if [ -n "${TSV:-}" ]; then
         printf '%s\n' "${rows[@]}" >> "$TSV"
     fi
+    plot_rows rows
     echo "($((SECONDS - started))s)"
     if ((${#H2_FAILURES[@]})); then
         echo >&2

@@ -24,6 +24,8 @@
 #   PROXY_CPU [0]  LOAD_CPU [1]  ORIGIN_CPU [LOAD_CPU]
 #   ORIGIN_PORT [18080]  PROXY_PORT [18081]
 #   TSV [unset]              also append the rows, tab-separated, to this file
+#   PLOT [proxy.svg]         draw hits/s and ratio per proxy here (zipwire bench plot), its
+#                            rows beside it in the same name ending .tsv; PLOT= for none
 #
 # Needs root only to install missing tools (apt-get: nginx haproxy caddy wrk curl; MODE=h2
 # also nghttp2-client openssl zstd).
@@ -361,6 +363,19 @@ measure() {
     row "$proxy" "$conns" "$label" "${cells[@]}"
 }
 
+# Writes the rows (its argument: the array's name) to ${PLOT%.svg}.tsv and draws $PLOT.
+plot_rows() {
+    local -n plotted=$1
+    [ -n "${PLOT-proxy.svg}" ] || return 0
+    local svg=${PLOT-proxy.svg}
+    if ! "$ZIPWIRE" bench plot --help > /dev/null 2>&1; then
+        echo "plot: skipped, '$ZIPWIRE bench plot' is missing (cargo build --release -p zipwire)"
+        return 0
+    fi
+    printf '%s\n' "${plotted[@]}" > "${svg%.svg}.tsv"
+    "$ZIPWIRE" bench plot proxy "${svg%.svg}.tsv" -o "$svg" --title "bench/proxy.sh ($MODE)"
+}
+
 start_origin
 started=$SECONDS
 if [ "$MODE" = h2 ]; then
@@ -391,4 +406,5 @@ fi
 if [ -n "${TSV:-}" ]; then
     printf '%s\n' "${ROWS[@]}" >> "$TSV"
 fi
+plot_rows ROWS
 echo "($((SECONDS - started))s)"

@@ -204,6 +204,20 @@ def transfer(port, path):
     return float(out.stdout.strip())
 
 
+def plot(kind, header, rows, zipwire):
+    """Writes `rows` tab-separated beside $PLOT (default <kind>.svg; PLOT= for none) and draws
+    them with `zipwire bench plot`."""
+    svg = os.environ.get("PLOT", f"{kind}.svg")
+    if not svg:
+        return
+    tsv = os.path.splitext(svg)[0] + ".tsv"
+    with open(tsv, "w") as f:
+        f.write("\t".join(header) + "\n")
+        for row in rows:
+            f.write("\t".join(str(cell) for cell in row) + "\n")
+    subprocess.run([zipwire, "bench", "plot", kind, tsv, "-o", svg], check=True)
+
+
 def main():
     size = int(os.environ.get("SIZE", "30000000"))
     rounds = int(os.environ.get("ROUNDS", "1"))
@@ -252,9 +266,12 @@ def report(results, links, sets, size, rounds):
     print(f"{'link':>10} {'data':<11}" + "".join(f"{l:>9}" for l in labels)
           + f"{'auto/fixed':>11}{'auto/ssh-C':>11}")
     failed = 0
+    rows = []
     for mbit in links:
         for name in sets:
             med = {l: statistics.median(results[(mbit, name, l)]) for l in labels}
+            rows.append([f"{mbit} Mbit" if mbit else "unlimited", name]
+                        + [f"{med[l]:.1f}" for l in labels])
             best_fixed = max(med["zw raw"], med["zw 1"], med["zw 6"])
             vs_fixed = med["zw auto"] / best_fixed
             vs_ssh = med["zw auto"] / med["ssh -C"]
@@ -264,6 +281,7 @@ def report(results, links, sets, size, rounds):
             link = f"{mbit} Mbit" if mbit else "unlimited"
             print(f"{link:>10} {name:<11}" + "".join(f"{med[l]:9.1f}" for l in labels)
                   + f"{vs_fixed:11.2f}{vs_ssh:11.2f}" + ("" if ok else "  below bar"))
+    plot("tunnel", ["link", "data"] + labels, rows, os.environ["ZIPWIRE"])
     print(f"bar: auto >= 0.9x best fixed everywhere, >= 2x ssh -C at 1 Gbit/s and unlimited, "
           f">= 1.2x ssh -C at 10 Mbit/s: {'met' if not failed else f'{failed} cells below'}")
 

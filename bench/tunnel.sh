@@ -10,6 +10,8 @@
 #   LINKS [10,100,1000,0]  Mbit/s; 0 is unlimited
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
 #   ZIPWIRE [target/release/zipwire, built if missing]
+#   PLOT [tunnel.svg]      draw payload MB/s per link and data kind here (zipwire bench plot), the rows
+#                      beside it in the same name ending .tsv; PLOT= for none
 #
 # Needs root (network namespaces, tc, sshd); installs openssh-server and iproute2 if missing.
 set -euo pipefail

@@ -385,6 +385,7 @@ async fn send_loop(
                 compressed: measured,
             });
             if let Some(pace) = policy.measured_pace() {
+                shared.stats.link_measured(pace);
                 shared.pace_memory().remember(pace, Instant::now());
             }
         }

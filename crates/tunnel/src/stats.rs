@@ -1,6 +1,7 @@
 //! Byte and block counters per direction, shared by all of an endpoint's connections, and
 //! the report printed at exit (with `-v`) and on SIGUSR1, in the words of ssh's
-//! `compress outgoing: raw data N, compressed M, factor F`.
+//! `compress outgoing: raw data N, compressed M, factor F`; and the same numbers as JSON for
+//! the admin listener's `/stats` and dashboard ([`Stats::to_json`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::frame::Method;
-use crate::policy::RawReason;
+use crate::policy::{Pace, RawReason};
 
 /// Counters for one method.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,6 +59,7 @@ impl DirectionCounts {
 pub struct Stats {
     outgoing: Mutex<DirectionCounts>,
     incoming: Mutex<DirectionCounts>,
+    link: Mutex<Option<Pace>>,
 }
 
 impl Stats {
@@ -81,6 +83,69 @@ impl Stats {
     pub fn received(&self, method: Method, raw: usize, wire: usize, time: Duration) {
         let mut d = self.incoming.lock().unwrap_or_else(PoisonError::into_inner);
         add(&mut d, method, raw, wire, time);
+    }
+
+    /// Records the link's pace as the latest connection measured it.
+    pub fn link_measured(&self, pace: Pace) {
+        *self.link.lock().unwrap_or_else(PoisonError::into_inner) = Some(pace);
+    }
+
+    /// The link's pace as last measured, if any connection measured it.
+    pub fn link(&self) -> Option<Pace> {
+        *self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The counters as one JSON object: `uptime_seconds`, then `outgoing` and `incoming`, each
+    /// with `raw` and `wire` bytes, `methods` (per method name: `blocks`, `raw`, `wire`,
+    /// `seconds`) and `raw_reasons` (every reason, 0 included); `outgoing` also has
+    /// `link_rate_bytes_per_s` (`null` until measured) and `link_limited` (whether the link,
+    /// not the sender, set that pace).
+    pub fn to_json(&self, uptime: Duration) -> String {
+        let mut out = format!("{{\"uptime_seconds\":{:.3}", uptime.as_secs_f64());
+        for (name, d) in [("outgoing", self.outgoing()), ("incoming", self.incoming())] {
+            let _ = write!(
+                out,
+                ",\"{name}\":{{\"raw\":{},\"wire\":{},\"methods\":{{",
+                d.raw(),
+                d.wire()
+            );
+            for (i, (method, c)) in d.methods.iter().enumerate() {
+                // Method names are ASCII letters, digits and a dash: no escaping needed.
+                let _ = write!(
+                    out,
+                    "{}\"{method}\":{{\"blocks\":{},\"raw\":{},\"wire\":{},\"seconds\":{:.6}}}",
+                    if i == 0 { "" } else { "," },
+                    c.blocks,
+                    c.raw,
+                    c.wire,
+                    c.time.as_secs_f64()
+                );
+            }
+            out.push_str("},\"raw_reasons\":{");
+            for (i, reason) in RawReason::ALL.iter().enumerate() {
+                let n = d.raw_reasons.get(reason).copied().unwrap_or(0);
+                let comma = if i == 0 { "" } else { "," };
+                let _ = write!(out, "{comma}\"{}\":{n}", reason.as_str());
+            }
+            out.push('}');
+            if name == "outgoing" {
+                let link = self.link().filter(|pace| pace.rate().is_finite());
+                let (rate, limited) = match link {
+                    Some(pace) => (
+                        format!("{:.0}", pace.rate()),
+                        matches!(pace, Pace::Limited(_)),
+                    ),
+                    None => ("null".to_owned(), false),
+                };
+                let _ = write!(
+                    out,
+                    ",\"link_rate_bytes_per_s\":{rate},\"link_limited\":{limited}"
+                );
+            }
+            out.push('}');
+        }
+        out.push('}');
+        out
     }
 
     /// A copy of the outgoing counters.
@@ -173,5 +238,42 @@ mod tests {
         );
         assert!(report.contains("compress incoming: raw data 0, compressed 0, factor 0.00"));
         assert_eq!(stats.outgoing().highest(), Some(zstd));
+    }
+
+    #[test]
+    fn the_json_has_both_directions_every_reason_and_the_link() {
+        let stats = Stats::default();
+        let zstd = Method::new(Codec::Zstd, 3).unwrap();
+        stats.sent(zstd, 1000, 250, Duration::from_millis(2), None);
+        stats.sent(Method::RAW, 10, 21, Duration::ZERO, Some(RawReason::Tiny));
+        stats.received(Method::RAW, 7, 18, Duration::ZERO);
+        let json = stats.to_json(Duration::from_millis(1500));
+        assert!(
+            json.starts_with(
+                "{\"uptime_seconds\":1.500,\"outgoing\":{\"raw\":1010,\"wire\":271,\"methods\":{"
+            ),
+            "{json}"
+        );
+        assert!(
+            json.contains(
+                "\"zstd-3\":{\"blocks\":1,\"raw\":1000,\"wire\":250,\"seconds\":0.002000}"
+            ),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"tiny\":1}") && json.contains("\"link-idle\":0"),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"link_rate_bytes_per_s\":null,\"link_limited\":false}"),
+            "{json}"
+        );
+        assert!(json.ends_with("\"incoming\":{\"raw\":7,\"wire\":18,\"methods\":{\"raw\":{\"blocks\":1,\"raw\":7,\"wire\":18,\"seconds\":0.000000}},\"raw_reasons\":{\"off\":0,\"magic\":0,\"entropy\":0,\"no-gain\":0,\"backoff\":0,\"link-idle\":0,\"cpu-cap\":0,\"tiny\":0}}}"), "{json}");
+        stats.link_measured(Pace::Limited(1.25e6));
+        let json = stats.to_json(Duration::ZERO);
+        assert!(
+            json.contains("\"link_rate_bytes_per_s\":1250000,\"link_limited\":true}"),
+            "{json}"
+        );
     }
 }

@@ -169,6 +169,40 @@ pub enum BenchTarget {
     /// Compress whole files in memory with zipwire, zlib-rs and libdeflate (gzip format, one
     /// thread) and print speed and ratio.
     Codec(CodecArgs),
+    /// Draw an SVG from a benchmark's tab-separated table (bench/*.sh write one with TSV=).
+    Plot(PlotArgs),
+}
+
+/// `zipwire bench plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Which benchmark wrote the table.
+    #[arg(value_enum)]
+    pub kind: PlotKind,
+
+    /// The tab-separated table: a header row of column names, then one row per measurement.
+    pub table: PathBuf,
+
+    /// Where to write the SVG [default: the table's path ending in .svg]
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The plot's title [default: the benchmark's name]
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// What a table holds, and so what its plot shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotKind {
+    /// bench/proxy.sh: hits/s and ratio per proxy (columns proxy, hits/s, ratio).
+    Proxy,
+    /// bench/cli.sh: MB/s against ratio per command (columns command, MB/s, ratio).
+    Cli,
+    /// zipwire bench codec: MB/s against ratio per engine and level.
+    Codec,
+    /// bench/tunnel.sh: payload MB/s per link and data kind (columns link, data, methods).
+    Tunnel,
 }
 
 /// `zipwire bench codec`.
@@ -181,6 +215,10 @@ pub struct CodecArgs {
     /// Print only a JSON array of {engine, level, mb_per_s, ratio}.
     #[arg(long)]
     pub json: bool,
+
+    /// Also draw MB/s against ratio per engine and level into this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 
     /// Number of timed rounds (after one warm-up round); each engine makes one pass over all
     /// files per round.

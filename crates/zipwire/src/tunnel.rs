@@ -20,6 +20,8 @@ use zipwire_tunnel::startups::{self, Limits};
 use zipwire_tunnel::stats::Stats;
 use zipwire_tunnel::tls::{self, Fingerprint};
 
+mod admin;
+
 use crate::value::{parse_duration, parse_percent, parse_size, parse_socket_addr};
 
 /// `zipwire tunnel`: which end.
@@ -92,6 +94,12 @@ pub struct Common {
     /// ServerAliveInterval). TCP keepalive is on in any case. [default: off]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub keepalive_interval: Option<Duration>,
+
+    /// Serve /stats (JSON) and a live dashboard (/dashboard) over HTTP on this PORT of
+    /// 127.0.0.1, or on ADDR:PORT. It answers anyone who connects: keep it on loopback or a
+    /// management network. [default: off]
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = admin::parse_admin)]
+    pub admin: Option<SocketAddr>,
 }
 
 /// `zipwire tunnel server`.
@@ -213,6 +221,9 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
             });
             tracing::info!(listen = %server.local_addr()?, forward = a.forward, "tunnel server ready");
             let (stats, drain) = (server.stats(), server.drain());
+            if let Some(addr) = a.common.admin {
+                admin::start(&runtime, addr, stats.clone())?;
+            }
             let grace = a.common.shutdown_grace;
             serve(&runtime, server.run(), (&stats, &drain, grace), verbose)
         }
@@ -225,6 +236,9 @@ pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Res
                 .with_context(|| format!("listening on {}", a.listen))?;
             tracing::info!(listen = %client.local_addr()?, server = a.server, "tunnel client ready");
             let (stats, drain) = (client.stats(), client.drain());
+            if let Some(addr) = a.common.admin {
+                admin::start(&runtime, addr, stats.clone())?;
+            }
             let grace = a.common.shutdown_grace;
             serve(&runtime, client.run(), (&stats, &drain, grace), verbose)
         }

@@ -1,4 +1,6 @@
-//! The admin listener: `/stats` (JSON) and `/metrics` (Prometheus text) for operators.
+//! The admin listener: `/stats` (JSON) and `/metrics` (Prometheus text) for operators, and
+//! the live dashboard (zipwire-dashboard: `/dashboard`, `/events`, `/assets/...`), whose
+//! events are [`AdminState::event`] documents.
 //!
 //! Off unless configured; it should listen on a loopback or management address only, as it
 //! answers anyone who connects.
@@ -10,13 +12,13 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
-use zipwire_adapt::MemoryGate;
+use zipwire_adapt::{BudgetSpec, MemoryGate};
+use zipwire_dashboard::{Body, Dashboard, Kind};
 use zipwire_stats::{CodingStats, Errors, Snapshot};
 
 use crate::counters::Counters;
@@ -29,6 +31,8 @@ pub(crate) struct AdminState {
     pub(crate) throttle: Throttle,
     pub(crate) memory: MemoryGate,
     pub(crate) started: Instant,
+    /// The budget's limits, drawn against the encoder's usage on the dashboard.
+    pub(crate) budget: Option<BudgetSpec>,
 }
 
 impl AdminState {
@@ -91,8 +95,31 @@ impl AdminState {
     }
 }
 
+impl AdminState {
+    /// One dashboard event: `{"stats": <the /stats document>, "budget": {"max_cpu",
+    /// "max_rate"}, "process_rss_bytes"}`, limits and RSS `null` where unknown.
+    pub(crate) fn event(&self) -> String {
+        let limit = |value: Option<String>| value.unwrap_or_else(|| "null".to_owned());
+        let spec = self.budget.as_ref();
+        let max_cpu = spec
+            .and_then(|s| s.max_cpu)
+            .filter(|cpu| cpu.is_finite())
+            .map(|cpu| cpu.to_string());
+        let max_rate = spec.and_then(|s| s.max_rate).map(|rate| rate.to_string());
+        format!(
+            "{{\"stats\":{},\"budget\":{{\"max_cpu\":{},\"max_rate\":{}}},\"process_rss_bytes\":{}}}",
+            self.snapshot().to_json(),
+            limit(max_cpu),
+            limit(max_rate),
+            limit(zipwire_dashboard::process_rss_bytes().map(|n| n.to_string())),
+        )
+    }
+}
+
 /// Serves the admin pages on `listener` until the task is dropped.
 pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
+    let source = state.clone();
+    let dashboard = Dashboard::new(Kind::Proxy, move || source.event());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -102,10 +129,10 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
                 continue;
             }
         };
-        let state = state.clone();
+        let (state, dashboard) = (state.clone(), dashboard.clone());
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let response = respond(&state, &request);
+                let response = respond(&state, &dashboard, &request);
                 async move { Ok::<_, Infallible>(response) }
             });
             let served = hyper::server::conn::http1::Builder::new()
@@ -119,9 +146,13 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
 }
 
 /// Answers one admin request.
-fn respond(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn respond(
+    state: &AdminState,
+    dashboard: &Dashboard,
+    request: &Request<Incoming>,
+) -> Response<Body> {
     let page = |content_type: &'static str, body: String| {
-        let mut response = Response::new(Full::new(Bytes::from(body)));
+        let mut response = Response::new(Body::full(Bytes::from(body)));
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             header::HeaderValue::from_static(content_type),
@@ -139,13 +170,13 @@ fn respond(state: &AdminState, request: &Request<Incoming>) -> Response<Full<Byt
             zipwire_stats::prometheus::CONTENT_TYPE,
             state.snapshot().to_prometheus(),
         ),
-        _ => {
+        _ => dashboard.respond(request).unwrap_or_else(|| {
             let mut response = page(
                 "text/plain",
-                "404 Not Found: try /stats or /metrics\n".to_owned(),
+                "404 Not Found: try /stats, /metrics or /dashboard\n".to_owned(),
             );
             *response.status_mut() = StatusCode::NOT_FOUND;
             response
-        }
+        }),
     }
 }

@@ -230,6 +230,7 @@ impl Server {
                 throttle: throttle.clone(),
                 memory,
                 started: std::time::Instant::now(),
+                budget,
             };
             helpers.spawn(admin::serve(listener, state));
         }

@@ -74,6 +74,10 @@ pub fn run(args: &CodecArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
         };
         report::table(out, &run)?;
     }
+    if let Some(path) = &args.plot {
+        let svg = super::plot::codec_svg(&measurements)?;
+        std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -3,6 +3,7 @@
 mod codec;
 mod engine;
 mod input;
+mod plot;
 mod report;
 
 use std::io::Write;
@@ -14,5 +15,6 @@ use crate::cli::{BenchArgs, BenchTarget};
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     match &args.target {
         BenchTarget::Codec(codec_args) => codec::run(codec_args, out),
+        BenchTarget::Plot(plot_args) => plot::run(plot_args, out),
     }
 }

@@ -56,6 +56,26 @@ pub struct Output {
 }
 
 impl Chromium {
+    /// The flags of every run (see [`Chromium::run`]).
+    pub const FLAGS: [&'static str; 11] = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--no-proxy-server",
+        "--ignore-certificate-errors",
+    ];
+
+    /// The binary.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The page's DOM after its scripts ran, as Chromium serializes it.
     pub fn dump_dom(&self, url: &str) -> Output {
         let budget = format!("--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}");
@@ -74,19 +94,7 @@ impl Chromium {
     fn run(&self, args: &[&str]) -> Output {
         let profile = tempfile::tempdir().expect("a temporary profile directory");
         let mut child = Command::new(&self.path)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-                "--no-proxy-server",
-                "--ignore-certificate-errors",
-            ])
+            .args(Self::FLAGS)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(args)
             .stdin(Stdio::null())

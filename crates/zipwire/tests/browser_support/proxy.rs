@@ -13,6 +13,8 @@ const START_LIMIT: Duration = Duration::from_secs(20);
 /// A running proxy, stopped when dropped.
 pub struct Proxy {
     child: Child,
+    /// The cleartext listener (HTTP/1.1).
+    pub listen: SocketAddr,
     /// The TLS listener (ALPN h2 and http/1.1).
     pub tls: SocketAddr,
     /// The admin listener (/stats).
@@ -72,6 +74,7 @@ impl Proxy {
             .map_err(|e| format!("cannot start zipwire: {e}"))?;
         let mut proxy = Proxy {
             child,
+            listen,
             tls,
             admin,
             log,
