@@ -223,6 +223,9 @@ impl Server {
             let budget = budget::start(spec, &counters, &throttle);
             helpers.spawn(budget::govern(budget, counters.clone(), throttle.clone()));
         }
+        if let Some(cache) = proxy.cache().filter(|cache| cache.settings.recompress) {
+            helpers.spawn(crate::cache::recompress::run(cache, throttle.clone()));
+        }
         if let Some((listener, addr)) = admin {
             info!(%addr, "admin listening");
             let state = AdminState {
@@ -230,6 +233,7 @@ impl Server {
                 throttle: throttle.clone(),
                 memory,
                 started: std::time::Instant::now(),
+                cache: proxy.cache(),
             };
             helpers.spawn(admin::serve(listener, state));
         }
