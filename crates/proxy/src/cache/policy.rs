@@ -343,7 +343,8 @@ mod tests {
     #[test]
     fn admission_follows_rfc_9111_section_3() {
         use NotStored::*;
-        let rows: &[(&[(&str, &str)], u16, &[(&str, &str)], Result<(), NotStored>)] = &[
+        type Heads = &'static [(&'static str, &'static str)];
+        let rows: &[(Heads, u16, Heads, Result<(), NotStored>)] = &[
             (&[], 200, &[("cache-control", "max-age=60")], Ok(())),
             (&[], 200, &[("etag", "\"a\"")], Ok(())),
             (

@@ -44,7 +44,7 @@ pub(crate) async fn run(cache: Arc<Cache>, throttle: Throttle) {
                 .counters
                 .cache
                 .recompressions
-                .fetch_add(improved as u64, Ordering::Relaxed);
+                .fetch_add(improved, Ordering::Relaxed);
             cache.account();
         }
         let took = started.elapsed();

@@ -184,7 +184,7 @@ impl Proxy {
         let mut lookup = self.cache.as_ref().map(|cache| cache.lookup(&parts));
         if let Some((cache, lookup)) = self.cache.as_ref().zip(lookup.as_ref()) {
             if let Some((key, entry)) = cache.fresh(lookup) {
-                return self.from_cache(cache, &key, &entry, &parts, &facts, log);
+                return self.cached_response(cache, &key, &entry, &parts, &facts, log);
             }
         }
         let mut head = match self.upstream_request_filter(&parts, peer) {
@@ -233,7 +233,7 @@ impl Proxy {
             Some((cache, lookup)) => match cache.after_upstream(lookup, &parts, response).await {
                 After::Forward(response) => response,
                 After::Serve(key, entry) => {
-                    return self.from_cache(cache, &key, &entry, &parts, &facts, log)
+                    return self.cached_response(cache, &key, &entry, &parts, &facts, log)
                 }
                 After::Failed(error) => return self.error_response(&error, log),
             },
@@ -508,7 +508,7 @@ impl Proxy {
     }
 
     /// The response made from a cache entry, with the coding this client gets.
-    fn from_cache(
+    fn cached_response(
         &self,
         cache: &Cache,
         key: &str,
