@@ -250,7 +250,7 @@ mod tests {
             serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 21, "one key per field");
+        assert_eq!(keys, 22, "one key per field");
     }
 
     #[test]
