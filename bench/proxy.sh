@@ -7,6 +7,10 @@
 # (LOAD_CPU) sends `Accept-Encoding: gzip` GETs with each connection count, for
 # web/haproxy-org-index.html and for the mix of every file in web/. See bench/README.md.
 #
+# MODE=cache: compress once, serve many: zipwire's cache (both modes) against Varnish,
+# HAProxy+slz with and without its cache and nginx proxy_cache, the origin sending
+# `expires 1h` and ETags (bench/proxy-cache.sh; needs varnish and brotli).
+#
 # MODE=h2: the same origin behind each proxy as a TLS 1.3 + HTTP/2 edge (a self-signed
 # certificate made here with openssl), loaded by h2load with CLIENTS connections of STREAMS
 # streams each for haproxy-org-index.html, gzip asked of every proxy and zstd also of Caddy
@@ -68,7 +72,8 @@ case $MODE in
         [[ $CLIENTS =~ ^[0-9]+$ && $STREAMS =~ ^[0-9]+$ ]] && ((CLIENTS >= 1 && STREAMS >= 1)) ||
             die "CLIENTS and STREAMS must be positive integers"
         ;;
-    *) die "MODE must be http1 or h2" ;;
+    cache) load_tools="wrk varnishd brotli" ;;
+    *) die "MODE must be http1, h2 or cache" ;;
 esac
 
 # --- tools -----------------------------------------------------------------------------
@@ -88,6 +93,7 @@ if ((${#missing[@]})); then
         case $tool in
             taskset) packages+=(util-linux) ;;
             h2load) packages+=(nghttp2-client) ;;
+            varnishd) packages+=(varnish) ;;
             *) packages+=("$tool") ;;
         esac
     done
@@ -203,8 +209,10 @@ port_free() {
 
 start_origin() {
     port_free "$ORIGIN_PORT" || die "port $ORIGIN_PORT is in use (set ORIGIN_PORT)"
-    render origin-nginx.conf
-    taskset -c "$ORIGIN_CPU" nginx -p "$WORK" -c "$WORK/origin-nginx.conf" -g 'daemon off;' \
+    local conf=origin-nginx.conf
+    [ "$MODE" = cache ] && conf=origin-nginx-cache.conf
+    render "$conf"
+    taskset -c "$ORIGIN_CPU" nginx -p "$WORK" -c "$WORK/$conf" -g 'daemon off;' \
         2> "$WORK/origin.stderr" &
     ORIGIN_PID=$!
     wait_http "$ORIGIN_PORT" || die "origin did not start: $(cat "$WORK"/origin*.log "$WORK/origin.stderr")"
@@ -382,6 +390,13 @@ if [ "$MODE" = h2 ]; then
     # shellcheck source=bench/proxy-h2.sh
     . "$ROOT/bench/proxy-h2.sh"
     h2_main
+    exit 0
+fi
+if [ "$MODE" = cache ]; then
+    # shellcheck source=bench/proxy-cache.sh
+    . "$ROOT/bench/proxy-cache.sh"
+    cache_main
+    echo "($((SECONDS - started))s)"
     exit 0
 fi
 for proxy in $PROXIES; do

@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::cache::CacheCounters;
 use crate::encode::body::BodyMeter;
 
 use crate::decide::negotiate::Coding;
@@ -56,6 +57,8 @@ pub struct Counters {
     pub active_upgrades: AtomicU64,
     /// Compressed responses and their bytes, by coding.
     pub codings: CodingCounters,
+    /// The compressed-variant cache: hits, misses, stores, memory held.
+    pub cache: CacheCounters,
 }
 
 impl Counters {

@@ -86,6 +86,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 pub mod config;
 mod connection;
 mod counters;
@@ -106,6 +107,7 @@ pub use encode::{body, codings};
 pub use body::{
     BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
+pub use cache::{CacheCounters, CacheMode, CacheSettings, Clock};
 pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
 pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{run_blocking, run_blocking_with, Server};

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use zipwire_codec::Level;
 
+use crate::cache::CacheSettings;
 use crate::config::Rules;
 use crate::encode::body::FlushPolicy;
 use crate::encode::codings::{BrotliLevel, ZstdLevel};
@@ -48,6 +49,8 @@ pub struct ProxyConfig {
     /// The certificate authorities `https://` upstreams are verified against (nginx
     /// `proxy_ssl_trusted_certificate`, HAProxy `ca-file`). Default: the system's store.
     pub upstream_roots: UpstreamRoots,
+    /// The compressed-variant cache (`[cache]`); off by default.
+    pub cache: CacheSettings,
 }
 
 impl ProxyConfig {
@@ -68,6 +71,7 @@ impl ProxyConfig {
             access_log: true,
             tls: Tls::default(),
             upstream_roots: UpstreamRoots::System,
+            cache: CacheSettings::default(),
         }
     }
 }

@@ -40,4 +40,4 @@
 pub mod prometheus;
 mod snapshot;
 
-pub use snapshot::{CodingStats, Errors, Snapshot, THROTTLE_REASONS};
+pub use snapshot::{CacheStats, CodingStats, Errors, Snapshot, THROTTLE_REASONS};

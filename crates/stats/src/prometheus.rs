@@ -28,6 +28,15 @@
 //! | `zipwire_proxy_coding_responses_total{coding}` | counter | [`Snapshot::codings`]: `responses` |
 //! | `zipwire_proxy_coding_bytes_in_total{coding}` | counter | [`Snapshot::codings`]: `bytes_in` |
 //! | `zipwire_proxy_coding_bytes_out_total{coding}` | counter | [`Snapshot::codings`]: `bytes_out` |
+//! | `zipwire_proxy_cache_hits_total` | counter | [`Snapshot::cache`]: `hits` |
+//! | `zipwire_proxy_cache_misses_total` | counter | [`Snapshot::cache`]: `misses` |
+//! | `zipwire_proxy_cache_revalidations_total` | counter | [`Snapshot::cache`]: `revalidations` |
+//! | `zipwire_proxy_cache_stores_total` | counter | [`Snapshot::cache`]: `stores` |
+//! | `zipwire_proxy_cache_evictions_total` | counter | [`Snapshot::cache`]: `evictions` |
+//! | `zipwire_proxy_cache_invalidations_total` | counter | [`Snapshot::cache`]: `invalidations` |
+//! | `zipwire_proxy_cache_bytes` | gauge | [`Snapshot::cache`]: `bytes_held` |
+//! | `zipwire_proxy_cache_recompressions_total` | counter | [`Snapshot::cache`]: `recompressions` |
+//! | `zipwire_proxy_cache_encoder_seconds_saved_total` | counter | [`Snapshot::cache`]: `encoder_seconds_saved` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
@@ -214,6 +223,66 @@ fn render(snapshot: &Snapshot) -> String {
         for (coding, stats) in &snapshot.codings {
             out.sample(name, &[("coding", coding)], Value::Int(field(stats)));
         }
+    }
+    let cache = &snapshot.cache;
+    let cached: [(&str, &str, Kind, Value); 9] = [
+        (
+            "zipwire_proxy_cache_hits_total",
+            "Requests answered from the cache without the origin.",
+            Kind::Counter,
+            Value::Int(cache.hits),
+        ),
+        (
+            "zipwire_proxy_cache_misses_total",
+            "Requests the cache had nothing usable for.",
+            Kind::Counter,
+            Value::Int(cache.misses),
+        ),
+        (
+            "zipwire_proxy_cache_revalidations_total",
+            "Stored responses the origin confirmed with a 304.",
+            Kind::Counter,
+            Value::Int(cache.revalidations),
+        ),
+        (
+            "zipwire_proxy_cache_stores_total",
+            "Responses stored.",
+            Kind::Counter,
+            Value::Int(cache.stores),
+        ),
+        (
+            "zipwire_proxy_cache_evictions_total",
+            "Keys the eviction policy dropped.",
+            Kind::Counter,
+            Value::Int(cache.evictions),
+        ),
+        (
+            "zipwire_proxy_cache_invalidations_total",
+            "Keys dropped by purges and unsafe methods.",
+            Kind::Counter,
+            Value::Int(cache.invalidations),
+        ),
+        (
+            "zipwire_proxy_cache_bytes",
+            "Bytes the cache holds: bodies, headers and index.",
+            Kind::Gauge,
+            Value::Int(cache.bytes_held),
+        ),
+        (
+            "zipwire_proxy_cache_recompressions_total",
+            "Stored variants recompressed at the best level.",
+            Kind::Counter,
+            Value::Int(cache.recompressions),
+        ),
+        (
+            "zipwire_proxy_cache_encoder_seconds_saved_total",
+            "Encoder seconds not spent thanks to stored variants.",
+            Kind::Counter,
+            Value::Float(cache.encoder_seconds_saved),
+        ),
+    ];
+    for (name, help, kind, value) in cached {
+        out.single(name, help, kind, value);
     }
     out.family(
         "zipwire_proxy_errors_total",
@@ -501,6 +570,12 @@ mod tests {
                     bytes_out: 1_000,
                 },
             )]),
+            cache: crate::CacheStats {
+                hits: 900,
+                bytes_held: 1 << 20,
+                encoder_seconds_saved: 0.5,
+                ..crate::CacheStats::default()
+            },
         }
     }
 
@@ -510,6 +585,10 @@ mod tests {
         let rows: &[(&str, Option<&str>, f64)] = &[
             ("zipwire_proxy_requests_total", None, 1_000.0),
             ("zipwire_proxy_responses_compressed_total", None, 600.0),
+            ("zipwire_proxy_cache_hits_total", None, 900.0),
+            ("zipwire_proxy_cache_misses_total", None, 0.0),
+            ("zipwire_proxy_cache_bytes", None, 1_048_576.0),
+            ("zipwire_proxy_cache_encoder_seconds_saved_total", None, 0.5),
             ("zipwire_proxy_responses_decompressed_total", None, 3.0),
             (
                 "zipwire_proxy_responses_bypassed_total",
@@ -578,7 +657,8 @@ mod tests {
                 "{labels:?}"
             );
         }
-        assert_eq!(samples.len(), rows.len() + errors.len() + 5);
+        // The cache metrics not in `rows` (5 of them) are at 0.
+        assert_eq!(samples.len(), rows.len() + errors.len() + 5 + 5);
         assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
     }
 
@@ -586,7 +666,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 23);
+        assert_eq!(text.matches("# TYPE ").count(), 32);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

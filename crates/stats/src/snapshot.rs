@@ -66,6 +66,35 @@ pub struct Snapshot {
     /// `zstd`, `br`), every coding the proxy produces listed from the start (counters).
     #[serde(default)]
     pub codings: BTreeMap<String, CodingStats>,
+    /// The compressed-variant cache (`[cache]`); all zero while it is off.
+    #[serde(default)]
+    pub cache: CacheStats,
+}
+
+/// The cache's counters in a [`Snapshot`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheStats {
+    /// Requests answered from a fresh stored response without asking the origin (counter).
+    pub hits: u64,
+    /// Requests for which nothing usable was stored, or whose entry the origin replaced
+    /// (counter).
+    pub misses: u64,
+    /// Stored responses the origin confirmed with a 304 (counter).
+    pub revalidations: u64,
+    /// Responses stored (counter).
+    pub stores: u64,
+    /// Keys the eviction policy dropped (counter).
+    pub evictions: u64,
+    /// Keys dropped by purges and unsafe methods (counter).
+    pub invalidations: u64,
+    /// Bytes held: bodies, headers and index (gauge).
+    pub bytes_held: u64,
+    /// Variants recompressed at the best level (counter).
+    pub recompressions: u64,
+    /// Encoder time that responses served from stored variants did not spend, in seconds
+    /// (counter).
+    pub encoder_seconds_saved: f64,
 }
 
 /// One coding's counters in a [`Snapshot`].
@@ -221,7 +250,7 @@ mod tests {
             serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 21, "one key per field");
+        assert_eq!(keys, 22, "one key per field");
     }
 
     #[test]

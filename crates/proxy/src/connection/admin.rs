@@ -19,8 +19,9 @@ use tokio::net::TcpListener;
 use tracing::{debug, warn};
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 use zipwire_dashboard::{Body, Dashboard, Kind};
-use zipwire_stats::{CodingStats, Errors, Snapshot};
+use zipwire_stats::{CacheStats, CodingStats, Errors, Snapshot};
 
+use crate::cache::Cache;
 use crate::counters::Counters;
 use crate::encode::throttle::Throttle;
 
@@ -33,6 +34,8 @@ pub(crate) struct AdminState {
     pub(crate) started: Instant,
     /// The budget's limits, drawn against the encoder's usage on the dashboard.
     pub(crate) budget: Option<BudgetSpec>,
+    /// The cache `DELETE /cache` purges, when it is on.
+    pub(crate) cache: Option<Arc<Cache>>,
 }
 
 impl AdminState {
@@ -91,6 +94,17 @@ impl AdminState {
                     (coding.as_str().to_owned(), stats)
                 })
                 .collect(),
+            cache: CacheStats {
+                hits: load(&c.cache.hits),
+                misses: load(&c.cache.misses),
+                revalidations: load(&c.cache.revalidations),
+                stores: load(&c.cache.stores),
+                evictions: load(&c.cache.evictions),
+                invalidations: load(&c.cache.invalidations),
+                bytes_held: load(&c.cache.bytes_held),
+                recompressions: load(&c.cache.recompressions),
+                encoder_seconds_saved: load(&c.cache.encoder_micros_saved) as f64 / 1e6,
+            },
         }
     }
 }
@@ -159,6 +173,12 @@ fn respond(
         );
         response
     };
+    if request.method() == Method::DELETE && request.uri().path() == "/cache" {
+        let (status, text) = crate::cache::purge::answer(state.cache.as_deref(), request.uri());
+        let mut response = page("text/plain", text.to_owned());
+        *response.status_mut() = status;
+        return response;
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let mut response = page("text/plain", "405 Method Not Allowed\n".to_owned());
         *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;

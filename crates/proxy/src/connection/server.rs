@@ -223,6 +223,9 @@ impl Server {
             let budget = budget::start(spec, &counters, &throttle);
             helpers.spawn(budget::govern(budget, counters.clone(), throttle.clone()));
         }
+        if let Some(cache) = proxy.cache().filter(|cache| cache.settings.recompress) {
+            helpers.spawn(crate::cache::recompress::run(cache, throttle.clone()));
+        }
         if let Some((listener, addr)) = admin {
             info!(%addr, "admin listening");
             let state = AdminState {
@@ -231,6 +234,7 @@ impl Server {
                 memory,
                 started: std::time::Instant::now(),
                 budget,
+                cache: proxy.cache(),
             };
             helpers.spawn(admin::serve(listener, state));
         }

@@ -88,6 +88,11 @@ impl ResponseBody {
         ResponseBody::new(Stream::Page(Some(Bytes::from_static(text.as_bytes()))), log)
     }
 
+    /// A body held whole in memory (a cached response).
+    pub(crate) fn stored(body: Bytes, log: AccessLog) -> ResponseBody {
+        ResponseBody::new(Stream::Page(Some(body)), log)
+    }
+
     /// The upstream body, passed as it is.
     pub(crate) fn pass(upstream: UpstreamBody, log: AccessLog) -> ResponseBody {
         ResponseBody::new(Stream::Pass(log.counted(upstream)), log)

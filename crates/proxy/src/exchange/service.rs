@@ -31,6 +31,9 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
+use crate::cache::serve::{After, Encoders};
+use crate::cache::store::Entry;
+use crate::cache::Cache;
 use crate::config::Rules;
 use crate::connection::cork::MoreToCome;
 use crate::connection::tunnel::{self, ClientLink};
@@ -75,6 +78,8 @@ pub(crate) struct Proxy {
     max_head: usize,
     /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle).
     upgrade_idle: std::time::Duration,
+    /// The compressed-variant cache, when `[cache] mode` is not off.
+    cache: Option<Arc<Cache>>,
 }
 
 impl Proxy {
@@ -124,6 +129,7 @@ impl Proxy {
             forwarded_for: config.forwarding.x_forwarded_for,
             via,
             access_log: config.access_log,
+            cache: Cache::new(&config.cache, counters.clone(), compression.offload).map(Arc::new),
             counters,
             throttle,
             memory,
@@ -131,6 +137,11 @@ impl Proxy {
             max_head: config.limits.max_header_bytes,
             upgrade_idle: config.timeouts.upgrade_idle,
         }
+    }
+
+    /// The cache, for the admin listener's purge.
+    pub(crate) fn cache(&self) -> Option<Arc<Cache>> {
+        self.cache.clone()
     }
 
     /// Serves one request from a client at `peer`, through every phase; `client` takes the
@@ -173,10 +184,19 @@ impl Proxy {
             Ok(facts) => facts,
             Err(error) => return self.error_response(&error, log),
         };
+        let mut lookup = self.cache.as_ref().map(|cache| cache.lookup(&parts));
+        if let Some((cache, lookup)) = self.cache.as_ref().zip(lookup.as_ref()) {
+            if let Some((key, entry)) = cache.fresh(lookup) {
+                return self.cached_response(cache, &key, &entry, &parts, &facts, log);
+            }
+        }
         let mut head = match self.upstream_request_filter(&parts, peer) {
             Ok(head) => head,
             Err(error) => return self.error_response(&error, log),
         };
+        if let Some((cache, lookup)) = self.cache.as_ref().zip(lookup.as_mut()) {
+            cache.add_conditionals(lookup, &mut head.headers);
+        }
         // A WebSocket handshake goes on a connection of its own, and a 101 turns the client
         // connection into a tunnel; any other answer is an ordinary response.
         let websocket = upgrade::websocket(&parts).and_then(|protocol| {
@@ -211,6 +231,16 @@ impl Proxy {
         let response = match sent {
             Ok(response) => response,
             Err(error) => return self.error_response(&error, log),
+        };
+        let response = match self.cache.as_ref().zip(lookup) {
+            Some((cache, lookup)) => match cache.after_upstream(lookup, &parts, response).await {
+                After::Forward(response) => response,
+                After::Serve(key, entry) => {
+                    return self.cached_response(cache, &key, &entry, &parts, &facts, log)
+                }
+                After::Failed(error) => return self.error_response(&error, log),
+            },
+            None => response,
         };
         let (mut head, upstream_body) = response.into_parts();
         let (decision, flush, permit, encoder) =
@@ -480,6 +510,38 @@ impl Proxy {
                 })
             }
             Decision::Pass { .. } => ResponseBody::pass(upstream, log),
+        }
+    }
+
+    /// The response made from a cache entry, with the coding this client gets.
+    fn cached_response(
+        &self,
+        cache: &Cache,
+        key: &str,
+        entry: &Arc<Entry>,
+        request: &RequestParts,
+        facts: &RequestFacts,
+        mut log: AccessLog,
+    ) -> Response<ResponseBody> {
+        let encoders = Encoders {
+            rules: &self.rules,
+            codings: &self.codings,
+            exhausted: self.throttle.is_bypassing_new(),
+            gunzip: self.gunzip,
+        };
+        match cache.serve(key, entry, request, facts, &encoders) {
+            Ok(served) => {
+                log.set_status(served.status);
+                let body = match served.body.is_empty() {
+                    true => ResponseBody::empty(log),
+                    false => ResponseBody::stored(served.body, log),
+                };
+                let mut response = Response::new(body);
+                *response.status_mut() = served.status;
+                *response.headers_mut() = served.headers;
+                response
+            }
+            Err(error) => self.error_response(&error, log),
         }
     }
 

@@ -3,6 +3,7 @@
 //! Every body that goes through the proxy is decoded and compared byte for byte with what the
 //! origin sent.
 
+mod cache;
 mod codings;
 mod compression;
 mod counted_errors;

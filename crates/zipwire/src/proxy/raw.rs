@@ -50,6 +50,24 @@ pub struct RawConfig {
     /// `[tls]`.
     #[serde(default)]
     pub tls: RawTls,
+    /// `[cache]`: absent means no cache; present, `mode` defaults to `revalidate`.
+    pub cache: Option<RawCache>,
+}
+
+/// `[cache]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCache {
+    /// `mode`: "off", "revalidate" or "fresh".
+    pub mode: Option<String>,
+    /// `max_object`: bytes.
+    pub max_object: Option<Quantity>,
+    /// `max_memory`: bytes.
+    pub max_memory: Option<Quantity>,
+    /// `store_set_cookie`: store responses with `Set-Cookie`.
+    pub store_set_cookie: Option<bool>,
+    /// `recompress`: recompress stored variants at the best levels.
+    pub recompress: Option<bool>,
 }
 
 /// `listen`: one address or a list.
@@ -281,6 +299,16 @@ impl RawConfig {
                 idle: top.timeouts.idle.or(self.timeouts.idle),
                 shutdown_grace: top.timeouts.shutdown_grace.or(self.timeouts.shutdown_grace),
                 upgrade_idle: top.timeouts.upgrade_idle.or(self.timeouts.upgrade_idle),
+            },
+            cache: match (top.cache, self.cache) {
+                (Some(top), Some(base)) => Some(RawCache {
+                    mode: top.mode.or(base.mode),
+                    max_object: top.max_object.or(base.max_object),
+                    max_memory: top.max_memory.or(base.max_memory),
+                    store_set_cookie: top.store_set_cookie.or(base.store_set_cookie),
+                    recompress: top.recompress.or(base.recompress),
+                }),
+                (top, base) => top.or(base),
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use zipwire_proxy::{ProxyConfig, Tls, UpstreamRoots};
+use zipwire_proxy::{CacheMode, ProxyConfig, Tls, UpstreamRoots};
 
 use crate::value::{format_duration, format_size};
 
@@ -112,6 +112,19 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     writeln!(out, "gather_memory = {}", size(budget.gather_memory))?;
     writeln!(out, "hysteresis = {:?}", budget.hysteresis)?;
     writeln!(out, "window = {}", quote(&format_duration(budget.window)))?;
+
+    let cache = &config.cache;
+    writeln!(out, "\n[cache]")?;
+    let mode = match cache.mode {
+        CacheMode::Revalidate => "revalidate",
+        CacheMode::Fresh => "fresh",
+        _ => "off",
+    };
+    writeln!(out, "mode = {}", quote(mode))?;
+    writeln!(out, "max_object = {}", size(cache.max_object))?;
+    writeln!(out, "max_memory = {}", size(cache.max_memory))?;
+    writeln!(out, "store_set_cookie = {}", cache.store_set_cookie)?;
+    writeln!(out, "recompress = {}", cache.recompress)?;
 
     writeln!(out, "\n[forwarding]")?;
     writeln!(

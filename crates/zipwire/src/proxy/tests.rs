@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 46);
+    assert_eq!(example.len(), 51);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -334,6 +334,11 @@ fn rejections_name_the_key() {
         ("[compression]\ncoalesce = \"1g\"", "compression.coalesce: 1GiB is not within 1-16MiB"),
         ("[compression]\nflush_delay = \"soon\"", "compression.flush_delay: 'soon' is not a duration"),
         ("[compression]\ngunzip_max_output = 0", "compression.gunzip_max_output: 0 is below the minimum of 1"),
+        ("[cache]\nmode = \"on\"", "cache.mode: \"on\" is not \"off\", \"revalidate\" or \"fresh\""),
+        (
+            "[cache]\nmax_object = \"64MiB\"",
+            "cache.max_object: 67108864 is over a quarter of cache.max_memory (134217728): one object would crowd out the rest",
+        ),
         ("[budget]\nmax_cpu = 0", "budget.max_cpu: 0 is not a positive percentage"),
         ("[budget]\nmax_cpu = -3.5", "budget.max_cpu: -3.5 is not a positive percentage"),
         ("[budget]\nmax_cpu = nan", "budget.max_cpu: NaN is not a positive percentage"),

@@ -14,11 +14,11 @@ use std::time::Duration;
 use http::HeaderValue;
 use zipwire_codec::Level;
 use zipwire_proxy::{
-    BrotliLevel, CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream,
-    UpstreamRoots, ZstdLevel,
+    BrotliLevel, CacheMode, CacheSettings, CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls,
+    TypePattern, Upstream, UpstreamRoots, ZstdLevel,
 };
 
-use crate::proxy::raw::{Quantity, RawConfig, RawHttp2, RawTls};
+use crate::proxy::raw::{Quantity, RawCache, RawConfig, RawHttp2, RawTls};
 use crate::value;
 
 /// Where the proxy listens for cleartext clients when neither the file nor `--listen` says,
@@ -211,6 +211,10 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         if let Some(window) = &raw_budget.window {
             budget.window = positive_duration("budget.window", window)?;
+        }
+
+        if let Some(raw_cache) = &raw.cache {
+            config.cache = cache(raw_cache)?;
         }
 
         if let Some(x_forwarded_for) = raw.forwarding.x_forwarded_for {
@@ -495,6 +499,49 @@ fn int_in<T: TryFrom<i64>>(
         return Err(out_of_range());
     }
     T::try_from(n).map_err(|_| out_of_range())
+}
+
+/// `[cache]`: present means on, in `revalidate` mode unless `mode` says otherwise.
+fn cache(raw: &RawCache) -> Result<CacheSettings, ConfigError> {
+    let mut cache = CacheSettings {
+        mode: CacheMode::Revalidate,
+        ..CacheSettings::default()
+    };
+    if let Some(mode) = &raw.mode {
+        cache.mode = match mode.as_str() {
+            "off" => CacheMode::Off,
+            "revalidate" => CacheMode::Revalidate,
+            "fresh" => CacheMode::Fresh,
+            other => {
+                return Err(ConfigError::new(
+                    "cache.mode",
+                    format!("{other:?} is not \"off\", \"revalidate\" or \"fresh\""),
+                ))
+            }
+        };
+    }
+    if let Some(max) = &raw.max_object {
+        cache.max_object = size_in("cache.max_object", max, 1..=1 << 30)?;
+    }
+    if let Some(max) = &raw.max_memory {
+        cache.max_memory = size_in("cache.max_memory", max, 1 << 20..=u64::MAX)?;
+    }
+    if cache.max_object > cache.max_memory / 4 {
+        return Err(ConfigError::new(
+            "cache.max_object",
+            format!(
+                "{} is over a quarter of cache.max_memory ({}): one object would crowd out the rest",
+                cache.max_object, cache.max_memory
+            ),
+        ));
+    }
+    if let Some(store) = raw.store_set_cookie {
+        cache.store_set_cookie = store;
+    }
+    if let Some(recompress) = raw.recompress {
+        cache.recompress = recompress;
+    }
+    Ok(cache)
 }
 
 fn size(key: &str, quantity: &Quantity) -> Result<u64, ConfigError> {

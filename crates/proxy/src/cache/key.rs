@@ -1,0 +1,166 @@
+//! Which stored response a request may get: the primary key (method, host, target; RFC 9111
+//! §2) and the secondary key of `Vary` (§4.1).
+
+use http::header::{HeaderMap, HeaderName, ACCEPT_ENCODING, HOST, VARY};
+use http::request::Parts;
+
+use crate::decide::list;
+
+/// The primary cache key: host and target of a GET (HEAD is answered from GET's entries, and
+/// no other method's responses are stored, so the method is implied).
+pub(crate) fn primary(request: &Parts) -> String {
+    let host = request
+        .uri
+        .authority()
+        .map(|authority| authority.as_str().as_bytes())
+        .or_else(|| request.headers.get(HOST).map(|host| host.as_bytes()))
+        .unwrap_or_default();
+    let target = request.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut key = String::with_capacity(host.len() + target.len() + 1);
+    key.push_str(&String::from_utf8_lossy(host).to_ascii_lowercase());
+    key.push(' ');
+    key.push_str(target);
+    key
+}
+
+/// The key of a `Location` or `Content-Location` value for invalidation (§4.4): same host only,
+/// absolute or a path; `None` for another host or an unusable value.
+pub(crate) fn for_location(host_key: &str, value: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(value).ok()?;
+    let uri: http::Uri = text.trim().parse().ok()?;
+    let (host, _) = host_key.split_once(' ')?;
+    if let Some(authority) = uri.authority() {
+        if !authority.as_str().eq_ignore_ascii_case(host) {
+            return None;
+        }
+    }
+    let target = uri.path_and_query()?.as_str();
+    if !target.starts_with('/') {
+        return None;
+    }
+    Some(format!("{host} {target}"))
+}
+
+/// The request header values a response's `Vary` selects, in the order it names them: what a
+/// later request must match (§4.1: the same values, after combining lines). `Accept-Encoding`
+/// is left out when the upstream never sees it (offload mode): the cache makes its codings
+/// itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Selected(Vec<(HeaderName, Option<Vec<u8>>)>);
+
+impl Selected {
+    /// What `request` holds of the fields `response`'s `Vary` names.
+    pub(crate) fn new(response: &HeaderMap, request: &HeaderMap, offload: bool) -> Selected {
+        let mut fields = Vec::new();
+        for member in list::elements(response.get_all(VARY)) {
+            let Ok(name) = HeaderName::from_bytes(member) else {
+                continue;
+            };
+            if (offload && name == ACCEPT_ENCODING) || fields.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let value = combined(request, &name);
+            fields.push((name, value));
+        }
+        Selected(fields)
+    }
+
+    /// Whether `request` holds the same values.
+    pub(crate) fn matches(&self, request: &HeaderMap) -> bool {
+        self.0
+            .iter()
+            .all(|(name, value)| combined(request, name) == *value)
+    }
+
+    /// Bytes held, for the memory count.
+    pub(crate) fn weight(&self) -> usize {
+        self.0
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.as_ref().map_or(0, Vec::len) + 32)
+            .sum()
+    }
+}
+
+/// Every line of `name` joined by ", ", each trimmed; whitespace around commas is normalised
+/// so that `a,b` and `a, b` select the same response (§4.1 allows it).
+fn combined(headers: &HeaderMap, name: &HeaderName) -> Option<Vec<u8>> {
+    let mut lines = headers.get_all(name).iter().peekable();
+    lines.peek()?;
+    let mut out = Vec::new();
+    for element in list::elements(headers.get_all(name)) {
+        if !out.is_empty() {
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(element);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::header::HeaderValue;
+    use http::Request;
+
+    fn heads(lines: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for &(name, value) in lines {
+            map.append(name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn the_primary_key_is_host_and_target() {
+        let (parts, ()) = Request::get("/a?b=1")
+            .header("host", "Example.COM")
+            .body(())
+            .expect("valid")
+            .into_parts();
+        assert_eq!(primary(&parts), "example.com /a?b=1");
+        let (absolute, ()) = Request::get("http://o:1/x")
+            .body(())
+            .expect("valid")
+            .into_parts();
+        assert_eq!(primary(&absolute), "o:1 /x");
+        assert_eq!(for_location("o:1 /x", b"/y"), Some("o:1 /y".to_owned()));
+        assert_eq!(
+            for_location("o:1 /x", b"http://O:1/z"),
+            Some("o:1 /z".to_owned())
+        );
+        assert_eq!(for_location("o:1 /x", b"http://evil/z"), None);
+        assert_eq!(for_location("o:1 /x", b"y"), None);
+    }
+
+    #[test]
+    fn vary_selects_on_the_named_request_fields() {
+        let response = heads(&[
+            ("vary", "Accept-Language, accept-encoding"),
+            ("vary", "X-A"),
+        ]);
+        let en = heads(&[("accept-language", "en"), ("x-a", "1,2")]);
+        let selected = Selected::new(&response, &en, true);
+        assert!(selected.matches(&heads(&[("accept-language", "en"), ("x-a", "1, 2")])));
+        assert!(selected.matches(&heads(&[
+            ("accept-language", "en"),
+            ("x-a", "1"),
+            ("x-a", "2")
+        ])));
+        assert!(!selected.matches(&heads(&[("accept-language", "fr"), ("x-a", "1, 2")])));
+        assert!(!selected.matches(&heads(&[("accept-language", "en")])));
+        // Accept-Encoding counts only when the upstream saw it.
+        assert!(selected.matches(&heads(&[
+            ("accept-language", "en"),
+            ("x-a", "1,2"),
+            ("accept-encoding", "br")
+        ])));
+        let forwarded = Selected::new(&response, &en, false);
+        assert!(!forwarded.matches(&heads(&[
+            ("accept-language", "en"),
+            ("x-a", "1,2"),
+            ("accept-encoding", "br")
+        ])));
+        let none = Selected::new(&HeaderMap::new(), &en, true);
+        assert!(none.matches(&HeaderMap::new()));
+    }
+}

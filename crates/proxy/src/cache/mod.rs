@@ -1,0 +1,200 @@
+//! A shared HTTP cache (RFC 9111) in front of the compressor: compress once, serve many.
+//!
+//! A response a shared cache may store ([`policy`]: RFC 9111 §3, `CDN-Cache-Control` of RFC
+//! 9213) is kept in memory ([`store`], bounded by [`CacheSettings::max_memory`] with
+//! `quick_cache`'s eviction), keyed by host and target and by the request fields its `Vary`
+//! names ([`key`]). A compressible response is kept once per coding the clients asked for;
+//! a client without a stored coding gets a stored variant decoded ([`serve`]). Stored
+//! variants are recompressed at the best levels off the request path ([`recompress`]).
+//!
+//! Two modes ([`CacheMode`]): `revalidate` asks the origin every time, conditionally
+//! ([`revalidate`]), so it never serves what the origin would not; `fresh` serves a fresh
+//! entry without asking (nginx `proxy_cache`, Varnish) and revalidates stale ones.
+//!
+//! The cache is off unless configured: in `revalidate` mode a miss waits for the whole body
+//! (up to [`CacheSettings::max_object`]) before the client gets any of it, and the origin sees
+//! conditional requests it did not see before, so turning it on is the operator's choice.
+
+pub(crate) mod key;
+pub(crate) mod policy;
+pub(crate) mod purge;
+pub(crate) mod recompress;
+pub(crate) mod revalidate;
+pub(crate) mod serve;
+pub(crate) mod store;
+pub(crate) mod variant;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::counters::Counters;
+
+/// How the proxy uses its cache (`[cache] mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheMode {
+    /// No cache: every request goes to the origin and every response is compressed anew.
+    #[default]
+    Off,
+    /// Every request goes to the origin, conditional on the stored validator; a 304 is
+    /// answered from the cache, without compressing again.
+    Revalidate,
+    /// A fresh entry is served without asking the origin (`max-age`, `s-maxage`, `Expires`,
+    /// `Age`); a stale one is revalidated.
+    Fresh,
+}
+
+/// The wall clock the cache reads for ages and expiry; tests pass one they move.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> SystemTime + Send + Sync>);
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Clock {
+        Clock(Arc::new(SystemTime::now))
+    }
+
+    /// A clock that reads `now`.
+    pub fn new(now: impl Fn() -> SystemTime + Send + Sync + 'static) -> Clock {
+        Clock(Arc::new(now))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> SystemTime {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::system()
+    }
+}
+
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// The `[cache]` settings (nginx `proxy_cache_*`, Varnish's storage and `beresp` rules).
+#[derive(Clone, Debug)]
+pub struct CacheSettings {
+    /// Off (the default), revalidate or fresh.
+    pub mode: CacheMode,
+    /// The largest body stored, in bytes (nginx `proxy_cache_max_range_offset` has no match;
+    /// Varnish has none). Default 8 MiB. Bodies of unknown length are not stored.
+    pub max_object: u64,
+    /// The memory the cache may hold, every stored byte and the index counted (nginx
+    /// `keys_zone` plus `max_size`, Varnish `-s malloc,SIZE`). Default 128 MiB.
+    pub max_memory: u64,
+    /// Whether responses with `Set-Cookie` are stored (default no: a cookie meant for one
+    /// client must not go to others).
+    pub store_set_cookie: bool,
+    /// Recompress stored variants at the best levels in the background (default on).
+    pub recompress: bool,
+    /// The clock ages are read from.
+    pub clock: Clock,
+}
+
+impl Default for CacheSettings {
+    fn default() -> CacheSettings {
+        CacheSettings {
+            mode: CacheMode::Off,
+            max_object: 8 << 20,
+            max_memory: 128 << 20,
+            store_set_cookie: false,
+            recompress: true,
+            clock: Clock::system(),
+        }
+    }
+}
+
+/// What the cache counts (`/stats` and `/metrics`).
+#[derive(Debug, Default)]
+pub struct CacheCounters {
+    /// Requests answered from a stored response without asking the origin.
+    pub hits: AtomicU64,
+    /// Requests for which nothing usable was stored.
+    pub misses: AtomicU64,
+    /// Stored responses the origin confirmed with a 304.
+    pub revalidations: AtomicU64,
+    /// Responses stored (new or replacing).
+    pub stores: AtomicU64,
+    /// Keys the eviction policy dropped.
+    pub evictions: AtomicU64,
+    /// Bytes the cache holds now (a gauge).
+    pub bytes_held: AtomicU64,
+    /// Variants recompressed at the best level and swapped in.
+    pub recompressions: AtomicU64,
+    /// Encoder time the hits saved: for each response served from a stored variant, the
+    /// time its compression took, in microseconds.
+    pub encoder_micros_saved: AtomicU64,
+    /// Keys dropped by purge requests or by unsafe methods (RFC 9111 §4.4).
+    pub invalidations: AtomicU64,
+}
+
+impl CacheCounters {
+    pub(crate) fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The cache one server shares between its connections.
+#[derive(Debug)]
+pub(crate) struct Cache {
+    pub(crate) settings: CacheSettings,
+    pub(crate) store: store::Store,
+    pub(crate) counters: Arc<Counters>,
+    /// The upstream never sees `Accept-Encoding` (offload mode), so it is no selecting field.
+    pub(crate) offload: bool,
+}
+
+impl Cache {
+    /// The cache for `settings`; `None` when its mode is off.
+    pub(crate) fn new(
+        settings: &CacheSettings,
+        counters: Arc<Counters>,
+        offload: bool,
+    ) -> Option<Cache> {
+        if settings.mode == CacheMode::Off {
+            return None;
+        }
+        Some(Cache {
+            settings: settings.clone(),
+            store: store::Store::new(settings.max_memory, settings.max_object),
+            counters,
+            offload,
+        })
+    }
+
+    /// Drops the responses of one key (`host target`), or every one: the admin purge.
+    pub(crate) fn purge(&self, key: Option<&str>) -> bool {
+        let dropped = match key {
+            Some(key) => self.store.remove(key),
+            None => {
+                self.store.clear();
+                true
+            }
+        };
+        if dropped {
+            CacheCounters::bump(&self.counters.cache.invalidations);
+        }
+        self.account();
+        dropped
+    }
+
+    /// Brings the gauges up to date after a change.
+    pub(crate) fn account(&self) {
+        self.counters
+            .cache
+            .bytes_held
+            .store(self.store.weight(), Ordering::Relaxed);
+        self.counters
+            .cache
+            .evictions
+            .store(self.store.evictions(), Ordering::Relaxed);
+    }
+}

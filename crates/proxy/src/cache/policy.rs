@@ -1,0 +1,626 @@
+//! What a shared cache may store and for how long: pure functions of request and response
+//! heads (RFC 9111 §3, §4.2, §5.2; RFC 9213 for `CDN-Cache-Control`), tested without sockets.
+
+use std::time::{Duration, SystemTime};
+
+use http::header::{
+    HeaderMap, HeaderName, AGE, AUTHORIZATION, CACHE_CONTROL, DATE, ETAG, EXPIRES, LAST_MODIFIED,
+    PRAGMA, SET_COOKIE, VARY,
+};
+use http::{Method, StatusCode};
+
+use crate::decide::list;
+
+/// `CDN-Cache-Control` (RFC 9213), the field a CDN-like shared cache obeys before
+/// `Cache-Control`.
+pub(crate) const CDN_CACHE_CONTROL: HeaderName = HeaderName::from_static("cdn-cache-control");
+
+/// The directives of one `Cache-Control`-like field that a shared cache acts on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Directives {
+    pub(crate) no_store: bool,
+    /// `no-cache`, with or without field names: both are read as unqualified, which RFC 9111
+    /// §5.2.2.4 allows (every use is revalidated).
+    pub(crate) no_cache: bool,
+    /// `private` without field names.
+    pub(crate) private: bool,
+    /// The field names of a qualified `private`: a shared cache stores the response without
+    /// them (§5.2.2.7).
+    pub(crate) private_fields: Vec<HeaderName>,
+    pub(crate) public: bool,
+    pub(crate) max_age: Option<u64>,
+    pub(crate) s_maxage: Option<u64>,
+    /// `must-revalidate` or `proxy-revalidate`: the cache never serves such a response stale,
+    /// which it never does anyway; kept for the `Authorization` rule (§3.5).
+    pub(crate) must_revalidate: bool,
+    /// Request only: `max-age`, `min-fresh` (§5.2.1).
+    pub(crate) min_fresh: Option<u64>,
+}
+
+impl Directives {
+    /// Reads every line of `name`. Unknown directives are ignored (§5.2.3); a duplicated or
+    /// invalid delta-seconds reads as 0, the safe value (§1.2.2, §4.2.1).
+    pub(crate) fn parse(headers: &HeaderMap, name: &HeaderName) -> Directives {
+        let mut out = Directives::default();
+        for line in headers.get_all(name) {
+            for (directive, argument) in directives(line.as_bytes()) {
+                let seconds = || argument.map_or(Some(0), delta_seconds);
+                match directive.to_ascii_lowercase().as_slice() {
+                    b"no-store" => out.no_store = true,
+                    b"no-cache" => out.no_cache = true,
+                    b"private" => match argument {
+                        Some(fields) => out.private_fields.extend(field_names(fields)),
+                        None => out.private = true,
+                    },
+                    b"public" => out.public = true,
+                    b"max-age" => out.max_age = merge(out.max_age, seconds()),
+                    b"s-maxage" => out.s_maxage = merge(out.s_maxage, seconds()),
+                    b"min-fresh" => out.min_fresh = seconds(),
+                    b"must-revalidate" | b"proxy-revalidate" => out.must_revalidate = true,
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A second value of a directive makes it read as 0: conflicting freshness is no freshness.
+fn merge(old: Option<u64>, new: Option<u64>) -> Option<u64> {
+    match (old, new) {
+        (Some(_), _) => Some(0),
+        (None, value) => Some(value.unwrap_or(0)),
+    }
+}
+
+/// §1.2.1: delta-seconds, capped at 2^31 as the RFC recommends for overflow.
+fn delta_seconds(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for digit in text {
+        value = (value * 10 + u64::from(digit - b'0')).min(1 << 31);
+    }
+    Some(value)
+}
+
+/// The `name[=argument]` pairs of one field line, quoted arguments unquoted (commas inside
+/// quotes do not split).
+fn directives(line: &[u8]) -> Vec<(&[u8], Option<&[u8]>)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let mut quoted = false;
+        let mut end = rest.len();
+        for (i, &byte) in rest.iter().enumerate() {
+            match byte {
+                b'"' => quoted = !quoted,
+                b',' if !quoted => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let item = list::trim_ows(&rest[..end]);
+        rest = rest.get(end + 1..).unwrap_or(&[]);
+        if item.is_empty() {
+            continue;
+        }
+        match item.iter().position(|&b| b == b'=') {
+            Some(eq) => {
+                let value = list::trim_ows(&item[eq + 1..]);
+                let value = value
+                    .strip_prefix(b"\"")
+                    .and_then(|v| v.strip_suffix(b"\""))
+                    .unwrap_or(value);
+                out.push((list::trim_ows(&item[..eq]), Some(value)));
+            }
+            None => out.push((item, None)),
+        }
+    }
+    out
+}
+
+fn field_names(list: &[u8]) -> impl Iterator<Item = HeaderName> + '_ {
+    list.split(|&b| b == b',')
+        .filter_map(|name| HeaderName::from_bytes(list::trim_ows(name)).ok())
+}
+
+/// The response directives that apply to this cache: `CDN-Cache-Control` when present
+/// (RFC 9213 §2.1: a cache that obeys it then ignores `Cache-Control`), else
+/// `Cache-Control`. The second value says whether `Expires` still applies.
+pub(crate) fn response_directives(headers: &HeaderMap) -> (Directives, bool) {
+    if headers.contains_key(CDN_CACHE_CONTROL) {
+        (Directives::parse(headers, &CDN_CACHE_CONTROL), false)
+    } else {
+        (Directives::parse(headers, &CACHE_CONTROL), true)
+    }
+}
+
+/// What the request asks of the cache (§5.2.1, and `Pragma: no-cache` without
+/// `Cache-Control`, §5.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RequestRules {
+    /// The client will not take a stored response without revalidation.
+    pub(crate) revalidate: bool,
+    /// Nothing of this exchange may be stored (`no-store`).
+    pub(crate) no_store: bool,
+    /// The oldest age the client accepts (`max-age`).
+    pub(crate) max_age: Option<u64>,
+    /// The freshness the client wants left (`min-fresh`).
+    pub(crate) min_fresh: Option<u64>,
+}
+
+impl RequestRules {
+    /// Reads the request's directives.
+    pub(crate) fn from_headers(headers: &HeaderMap) -> RequestRules {
+        let directives = Directives::parse(headers, &CACHE_CONTROL);
+        let pragma = !headers.contains_key(CACHE_CONTROL)
+            && list::elements(headers.get_all(PRAGMA))
+                .any(|element| element.eq_ignore_ascii_case(b"no-cache"));
+        RequestRules {
+            revalidate: directives.no_cache || pragma,
+            no_store: directives.no_store,
+            max_age: directives.max_age,
+            min_fresh: directives.min_fresh,
+        }
+    }
+}
+
+/// Why a response is not stored; named for the debug log and the tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotStored {
+    Method,
+    Status,
+    NoStore,
+    Private,
+    Authorization,
+    SetCookie,
+    VaryStar,
+    /// Neither fresh for a while nor revalidatable: nothing to gain.
+    NoFreshnessNorValidator,
+    /// Over `cache.max_object`, or of unknown length.
+    Size,
+}
+
+/// The status codes this cache understands and stores (§3: "understood"); 206 and 304 are
+/// left out (ranges pass as they do without a cache).
+fn understood(status: StatusCode) -> bool {
+    matches!(
+        status.as_u16(),
+        200 | 203 | 204 | 300 | 301 | 302 | 307 | 308 | 404 | 405 | 410 | 414 | 501
+    )
+}
+
+/// Whether a shared cache may store the response to `method` with these heads (RFC 9111 §3,
+/// §3.5), given the largest body it keeps and whether `Set-Cookie` responses may be kept.
+/// `length` is the body's declared length.
+pub(crate) fn storable(
+    method: &Method,
+    request: &HeaderMap,
+    status: StatusCode,
+    response: &HeaderMap,
+    length: Option<u64>,
+    max_object: u64,
+    store_set_cookie: bool,
+) -> Result<(), NotStored> {
+    if method != Method::GET {
+        return Err(NotStored::Method);
+    }
+    if !understood(status) {
+        return Err(NotStored::Status);
+    }
+    let (directives, expires_applies) = response_directives(response);
+    if directives.no_store || Directives::parse(request, &CACHE_CONTROL).no_store {
+        return Err(NotStored::NoStore);
+    }
+    if directives.private {
+        return Err(NotStored::Private);
+    }
+    // §3.5: a response to a request with credentials only when it says a shared cache may.
+    if request.contains_key(AUTHORIZATION)
+        && !(directives.public || directives.must_revalidate || directives.s_maxage.is_some())
+    {
+        return Err(NotStored::Authorization);
+    }
+    if response.contains_key(SET_COOKIE) && !store_set_cookie {
+        return Err(NotStored::SetCookie);
+    }
+    if list::elements(response.get_all(VARY)).any(|member| member == b"*") {
+        return Err(NotStored::VaryStar);
+    }
+    let explicit = directives
+        .s_maxage
+        .or(directives.max_age)
+        .is_some_and(|s| s > 0)
+        || (expires_applies && response.contains_key(EXPIRES));
+    let validator = response.contains_key(ETAG) || response.contains_key(LAST_MODIFIED);
+    if !explicit && !validator {
+        return Err(NotStored::NoFreshnessNorValidator);
+    }
+    match length {
+        Some(length) if length <= max_object => Ok(()),
+        _ => Err(NotStored::Size),
+    }
+}
+
+/// The freshness lifetime of a stored response for a shared cache (§4.2.1): `s-maxage`, else
+/// `max-age`, else `Expires` minus `Date`; zero when none (no heuristic freshness: such a
+/// response is revalidated on every use), or when `no-cache` says so.
+pub(crate) fn freshness_lifetime(headers: &HeaderMap, response_time: SystemTime) -> Duration {
+    let (directives, expires_applies) = response_directives(headers);
+    if directives.no_cache {
+        return Duration::ZERO;
+    }
+    if let Some(seconds) = directives.s_maxage.or(directives.max_age) {
+        return Duration::from_secs(seconds);
+    }
+    if !expires_applies {
+        return Duration::ZERO;
+    }
+    let Some(expires) = headers.get(EXPIRES) else {
+        return Duration::ZERO;
+    };
+    // §5.3: an invalid Expires (such as "0") means already expired.
+    let Some(expires) = date(expires.as_bytes()) else {
+        return Duration::ZERO;
+    };
+    let date = headers
+        .get(DATE)
+        .and_then(|value| date(value.as_bytes()))
+        .unwrap_or(response_time);
+    expires.duration_since(date).unwrap_or(Duration::ZERO)
+}
+
+/// The age the response had when it was received (§4.2.3: the corrected initial age, with
+/// no response delay: the clock reads once per response).
+pub(crate) fn initial_age(headers: &HeaderMap, response_time: SystemTime) -> Duration {
+    let apparent = headers
+        .get(DATE)
+        .and_then(|value| date(value.as_bytes()))
+        .and_then(|date| response_time.duration_since(date).ok())
+        .unwrap_or(Duration::ZERO);
+    let age = headers
+        .get(AGE)
+        .and_then(|value| delta_seconds(list::trim_ows(value.as_bytes())))
+        .map_or(Duration::ZERO, Duration::from_secs);
+    apparent.max(age)
+}
+
+/// An HTTP-date (RFC 9110 §5.6.7, all three formats).
+pub(crate) fn date(value: &[u8]) -> Option<SystemTime> {
+    let text = std::str::from_utf8(value).ok()?;
+    httpdate::parse_http_date(text.trim()).ok()
+}
+
+/// Whether a stored response of `age` with `lifetime` may be served without asking the
+/// origin, for a request with `rules`.
+pub(crate) fn is_fresh(lifetime: Duration, age: Duration, rules: &RequestRules) -> bool {
+    if rules.revalidate {
+        return false;
+    }
+    if rules
+        .max_age
+        .is_some_and(|max| age > Duration::from_secs(max))
+    {
+        return false;
+    }
+    let wanted = age + Duration::from_secs(rules.min_fresh.unwrap_or(0));
+    lifetime > wanted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::header::HeaderValue;
+
+    fn heads(lines: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for &(name, value) in lines {
+            map.append(name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    fn check(
+        request: &[(&'static str, &'static str)],
+        status: u16,
+        response: &[(&'static str, &'static str)],
+    ) -> Result<(), NotStored> {
+        storable(
+            &Method::GET,
+            &heads(request),
+            StatusCode::from_u16(status).expect("valid"),
+            &heads(response),
+            Some(100),
+            1000,
+            false,
+        )
+    }
+
+    #[test]
+    fn admission_follows_rfc_9111_section_3() {
+        use NotStored::*;
+        type Heads = &'static [(&'static str, &'static str)];
+        let rows: &[(Heads, u16, Heads, Result<(), NotStored>)] = &[
+            (&[], 200, &[("cache-control", "max-age=60")], Ok(())),
+            (&[], 200, &[("etag", "\"a\"")], Ok(())),
+            (
+                &[],
+                200,
+                &[("last-modified", "Tue, 15 Nov 1994 08:12:31 GMT")],
+                Ok(()),
+            ),
+            (
+                &[],
+                200,
+                &[("expires", "Tue, 15 Nov 1994 08:12:31 GMT")],
+                Ok(()),
+            ),
+            (&[], 200, &[], Err(NoFreshnessNorValidator)),
+            (
+                &[],
+                200,
+                &[("cache-control", "max-age=0")],
+                Err(NoFreshnessNorValidator),
+            ),
+            (&[], 404, &[("cache-control", "max-age=60")], Ok(())),
+            (&[], 500, &[("cache-control", "max-age=60")], Err(Status)),
+            (&[], 206, &[("cache-control", "max-age=60")], Err(Status)),
+            (
+                &[],
+                200,
+                &[("cache-control", "max-age=60, no-store")],
+                Err(NoStore),
+            ),
+            (
+                &[("cache-control", "no-store")],
+                200,
+                &[("etag", "\"a\"")],
+                Err(NoStore),
+            ),
+            (
+                &[],
+                200,
+                &[("cache-control", "private, max-age=60")],
+                Err(Private),
+            ),
+            (&[], 200, &[("cache-control", "Private")], Err(Private)),
+            // A qualified private is stored without the fields it names.
+            (
+                &[],
+                200,
+                &[("cache-control", "private=\"x-user, set-cookie\", max-age=9")],
+                Ok(()),
+            ),
+            // no-cache allows storing; every use revalidates.
+            (
+                &[],
+                200,
+                &[("cache-control", "no-cache"), ("etag", "\"a\"")],
+                Ok(()),
+            ),
+            (
+                &[("authorization", "Basic x")],
+                200,
+                &[("cache-control", "max-age=60")],
+                Err(Authorization),
+            ),
+            (
+                &[("authorization", "Basic x")],
+                200,
+                &[("cache-control", "public, max-age=60")],
+                Ok(()),
+            ),
+            (
+                &[("authorization", "Basic x")],
+                200,
+                &[("cache-control", "s-maxage=60")],
+                Ok(()),
+            ),
+            (
+                &[("authorization", "Basic x")],
+                200,
+                &[("cache-control", "must-revalidate"), ("etag", "\"a\"")],
+                Ok(()),
+            ),
+            (
+                &[],
+                200,
+                &[("cache-control", "max-age=60"), ("set-cookie", "a=b")],
+                Err(SetCookie),
+            ),
+            (
+                &[],
+                200,
+                &[
+                    ("cache-control", "max-age=60"),
+                    ("vary", "accept-language, *"),
+                ],
+                Err(VaryStar),
+            ),
+            // RFC 9213: CDN-Cache-Control overrides Cache-Control for this cache.
+            (
+                &[],
+                200,
+                &[
+                    ("cache-control", "no-store"),
+                    ("cdn-cache-control", "max-age=60"),
+                ],
+                Ok(()),
+            ),
+            (
+                &[],
+                200,
+                &[
+                    ("cache-control", "max-age=60"),
+                    ("cdn-cache-control", "no-store"),
+                ],
+                Err(NoStore),
+            ),
+            (
+                &[],
+                200,
+                &[
+                    ("cdn-cache-control", "private"),
+                    ("cache-control", "max-age=60"),
+                ],
+                Err(Private),
+            ),
+        ];
+        for (request, status, response, expected) in rows {
+            assert_eq!(
+                check(request, *status, response),
+                *expected,
+                "{request:?} {status} {response:?}"
+            );
+        }
+        let post = storable(
+            &http::Method::POST,
+            &HeaderMap::new(),
+            StatusCode::OK,
+            &heads(&[("cache-control", "max-age=60")]),
+            Some(1),
+            10,
+            false,
+        );
+        assert_eq!(post, Err(NotStored::Method));
+        let cookie = heads(&[("cache-control", "max-age=60"), ("set-cookie", "a=b")]);
+        let opted_in = storable(
+            &http::Method::GET,
+            &HeaderMap::new(),
+            StatusCode::OK,
+            &cookie,
+            Some(1),
+            10,
+            true,
+        );
+        assert_eq!(opted_in, Ok(()));
+        let ok = heads(&[("cache-control", "max-age=60")]);
+        for length in [None, Some(11)] {
+            let sized = storable(
+                &http::Method::GET,
+                &HeaderMap::new(),
+                StatusCode::OK,
+                &ok,
+                length,
+                10,
+                false,
+            );
+            assert_eq!(sized, Err(NotStored::Size), "{length:?}");
+        }
+    }
+
+    #[test]
+    fn directives_parse_quotes_cases_and_conflicts() {
+        let parsed = Directives::parse(
+            &heads(&[
+                ("cache-control", "Max-Age=5, private=\"a, b\", x=\"y,z\""),
+                ("cache-control", "s-maxage=7"),
+            ]),
+            &CACHE_CONTROL,
+        );
+        assert_eq!(parsed.max_age, Some(5));
+        assert_eq!(parsed.s_maxage, Some(7));
+        assert!(!parsed.private);
+        assert_eq!(parsed.private_fields, ["a", "b"]);
+        let twice = Directives::parse(
+            &heads(&[("cache-control", "max-age=5, max-age=9")]),
+            &CACHE_CONTROL,
+        );
+        assert_eq!(twice.max_age, Some(0));
+        let bad = Directives::parse(&heads(&[("cache-control", "max-age=5s")]), &CACHE_CONTROL);
+        assert_eq!(bad.max_age, Some(0));
+        let huge = Directives::parse(
+            &heads(&[("cache-control", "max-age=99999999999999999999")]),
+            &CACHE_CONTROL,
+        );
+        assert_eq!(huge.max_age, Some(1 << 31));
+    }
+
+    #[test]
+    fn freshness_prefers_s_maxage_then_max_age_then_expires() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_887_151);
+        let lifetime = |lines| freshness_lifetime(&heads(lines), now);
+        assert_eq!(
+            lifetime(&[("cache-control", "max-age=60, s-maxage=90")]),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            lifetime(&[("cache-control", "max-age=60")]),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            lifetime(&[
+                ("date", "Tue, 15 Nov 1994 08:12:31 GMT"),
+                ("expires", "Tue, 15 Nov 1994 08:13:31 GMT")
+            ]),
+            Duration::from_secs(60)
+        );
+        assert_eq!(lifetime(&[("expires", "0")]), Duration::ZERO);
+        assert_eq!(
+            lifetime(&[("cache-control", "max-age=60, no-cache")]),
+            Duration::ZERO
+        );
+        assert_eq!(lifetime(&[("etag", "\"a\"")]), Duration::ZERO);
+        // Expires is ignored when CDN-Cache-Control speaks.
+        assert_eq!(
+            lifetime(&[
+                ("cdn-cache-control", "public"),
+                ("expires", "Tue, 15 Nov 1994 08:13:31 GMT")
+            ]),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn initial_age_is_the_larger_of_age_and_the_apparent_age() {
+        let date = date(b"Tue, 15 Nov 1994 08:12:31 GMT").expect("a date");
+        let received = date + Duration::from_secs(10);
+        let age = |lines| initial_age(&heads(lines), received);
+        assert_eq!(
+            age(&[("date", "Tue, 15 Nov 1994 08:12:31 GMT")]),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            age(&[("date", "Tue, 15 Nov 1994 08:12:31 GMT"), ("age", "30")]),
+            Duration::from_secs(30)
+        );
+        assert_eq!(age(&[("age", "bad")]), Duration::ZERO);
+    }
+
+    #[test]
+    fn request_rules_and_freshness() {
+        let rules = |lines| RequestRules::from_headers(&heads(lines));
+        assert!(rules(&[("cache-control", "no-cache")]).revalidate);
+        assert!(rules(&[("pragma", "no-cache")]).revalidate);
+        // §5.4: Pragma is ignored when Cache-Control is present.
+        assert!(!rules(&[("pragma", "no-cache"), ("cache-control", "max-stale")]).revalidate);
+        let minute = Duration::from_secs(60);
+        let second = Duration::from_secs(1);
+        assert!(is_fresh(minute, second, &RequestRules::default()));
+        assert!(!is_fresh(minute, minute, &RequestRules::default()));
+        assert!(!is_fresh(
+            minute,
+            second,
+            &rules(&[("cache-control", "no-cache")])
+        ));
+        assert!(!is_fresh(
+            minute,
+            2 * second,
+            &rules(&[("cache-control", "max-age=1")])
+        ));
+        assert!(!is_fresh(
+            minute,
+            second,
+            &rules(&[("cache-control", "min-fresh=59")])
+        ));
+        assert!(is_fresh(
+            minute,
+            second,
+            &rules(&[("cache-control", "min-fresh=58")])
+        ));
+    }
+}

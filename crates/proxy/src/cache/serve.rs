@@ -1,0 +1,414 @@
+//! The cache on the request path: what a request may use ([`Cache::lookup`]), what the
+//! origin's answer does to the store ([`Cache::after_upstream`]), and the response made from
+//! a stored entry ([`Cache::serve`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{
+    HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG, IF_MATCH,
+    IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE,
+    TRANSFER_ENCODING, UPGRADE,
+};
+use http::request::Parts;
+use http::{Method, Response, StatusCode, Version};
+use http_body_util::BodyExt;
+use tracing::debug;
+use zipwire_codec::Limits;
+
+use crate::cache::key::{self, Selected};
+use crate::cache::policy::{self, RequestRules};
+use crate::cache::revalidate;
+use crate::cache::store::{Entry, StoredBody, Variant};
+use crate::cache::{variant, Cache, CacheCounters, CacheMode};
+use crate::config::Rules;
+use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
+use crate::decide::headers;
+use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
+use crate::encode::codings::Codings;
+use crate::error::ProxyError;
+use crate::exchange::forward;
+use crate::exchange::upstream::UpstreamBody;
+
+/// What the cache makes of a request.
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    /// Nothing: it goes to the origin as without a cache (ranges, preconditions other than
+    /// `If-None-Match`/`If-Modified-Since`, `no-store`, upgrades, safe methods other than
+    /// GET and HEAD).
+    Bypass,
+    /// An unsafe method: a non-error response invalidates the key (RFC 9111 §4.4).
+    Invalidate { key: String },
+    /// GET or HEAD.
+    Use(Use),
+}
+
+/// A GET or HEAD the cache may answer.
+#[derive(Debug)]
+pub(crate) struct Use {
+    key: String,
+    entry: Option<Arc<Entry>>,
+    rules: RequestRules,
+    /// The request carried `If-None-Match` of its own.
+    client_tags: bool,
+    /// The stored validators went upstream.
+    conditional: bool,
+}
+
+/// What to do once the origin answered.
+pub(crate) enum After {
+    /// Forward its response as without a cache.
+    Forward(Response<UpstreamBody>),
+    /// Answer from this entry (stored or freshened just now).
+    Serve(String, Arc<Entry>),
+    /// The body failed before the client got anything: nothing was stored.
+    Failed(ProxyError),
+}
+
+/// A response made from an entry.
+pub(crate) struct Served {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+/// What the response filter would use to encode: the rules, the encoders, the budget.
+pub(crate) struct Encoders<'a> {
+    pub(crate) rules: &'a Rules,
+    pub(crate) codings: &'a Codings,
+    /// The budget refuses new compressions.
+    pub(crate) exhausted: bool,
+    /// Gunzip for clients without gzip, within these limits; `None` when off.
+    pub(crate) gunzip: Option<Limits>,
+}
+
+impl Cache {
+    /// What the cache makes of `request`.
+    pub(crate) fn lookup(&self, request: &Parts) -> Lookup {
+        let method = &request.method;
+        if *method == Method::OPTIONS || *method == Method::TRACE || *method == Method::CONNECT {
+            return Lookup::Bypass;
+        }
+        if *method != Method::GET && *method != Method::HEAD {
+            return Lookup::Invalidate {
+                key: key::primary(request),
+            };
+        }
+        let headers = &request.headers;
+        let rules = RequestRules::from_headers(headers);
+        if rules.no_store
+            || [RANGE, IF_RANGE, IF_MATCH, IF_UNMODIFIED_SINCE, UPGRADE]
+                .iter()
+                .any(|name| headers.contains_key(name))
+        {
+            return Lookup::Bypass;
+        }
+        let key = key::primary(request);
+        let authorized = headers.contains_key(AUTHORIZATION);
+        let entry = self
+            .store
+            .find(&key, headers)
+            .filter(|entry| !authorized || entry.shared_with_credentials);
+        Lookup::Use(Use {
+            key,
+            entry,
+            rules,
+            client_tags: headers.contains_key(IF_NONE_MATCH),
+            conditional: false,
+        })
+    }
+
+    /// In `fresh` mode, the entry to answer with without asking the origin, counted as a hit.
+    pub(crate) fn fresh(&self, lookup: &Lookup) -> Option<(String, Arc<Entry>)> {
+        let Lookup::Use(using) = lookup else {
+            return None;
+        };
+        let entry = using.entry.as_ref()?;
+        if self.settings.mode != CacheMode::Fresh {
+            return None;
+        }
+        let age = entry.age(self.settings.clock.now());
+        if !policy::is_fresh(entry.lifetime, age, &using.rules) {
+            return None;
+        }
+        CacheCounters::bump(&self.counters.cache.hits);
+        Some((using.key.clone(), entry.clone()))
+    }
+
+    /// Makes the request going upstream conditional on the stored validators.
+    pub(crate) fn add_conditionals(&self, lookup: &mut Lookup, upstream: &mut HeaderMap) {
+        if let Lookup::Use(using) = lookup {
+            if let Some(entry) = &using.entry {
+                revalidate::add_conditionals(entry, upstream);
+                using.conditional = true;
+            }
+        }
+    }
+
+    /// Stores, freshens or invalidates after the origin answered `request`.
+    pub(crate) async fn after_upstream(
+        &self,
+        lookup: Lookup,
+        request: &Parts,
+        response: Response<UpstreamBody>,
+    ) -> After {
+        let using = match lookup {
+            Lookup::Bypass => return After::Forward(response),
+            Lookup::Invalidate { key } => {
+                self.invalidate(&key, response.status(), response.headers());
+                return After::Forward(response);
+            }
+            Lookup::Use(using) => using,
+        };
+        let status = response.status();
+        if status == StatusCode::NOT_MODIFIED && using.conditional {
+            if let Some(entry) = &using.entry {
+                if revalidate::freshens(entry, response.headers(), using.client_tags) {
+                    let mut not_modified = response.headers().clone();
+                    forward::strip_hop_by_hop(&mut not_modified);
+                    let now = self.settings.clock.now();
+                    let updated = Arc::new(revalidate::freshened(entry, &not_modified, now));
+                    self.store.swap(&using.key, entry, updated.clone());
+                    CacheCounters::bump(&self.counters.cache.revalidations);
+                    return After::Serve(using.key, updated);
+                }
+            }
+            return After::Forward(response);
+        }
+        CacheCounters::bump(&self.counters.cache.misses);
+        if request.method == Method::HEAD {
+            // §4.3.5: a HEAD response that no longer matches the stored one invalidates it.
+            if let Some(entry) = &using.entry {
+                let same = |name| entry.headers.get(&name) == response.headers().get(&name);
+                if status != entry.status || !same(ETAG) || !same(LAST_MODIFIED) {
+                    self.store.remove(&using.key);
+                    self.account();
+                }
+            }
+            return After::Forward(response);
+        }
+        let length = response
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| text.parse::<u64>().ok())
+            .filter(|_| !response.headers().contains_key(TRANSFER_ENCODING));
+        let admitted = policy::storable(
+            &request.method,
+            &request.headers,
+            status,
+            response.headers(),
+            length,
+            self.settings.max_object,
+            self.settings.store_set_cookie,
+        );
+        if let Err(reason) = admitted {
+            debug!(?reason, key = using.key, "not stored");
+            // The origin answered with a new response that may not be kept: the old one is
+            // no longer what it serves.
+            if using.entry.is_some() && self.store.remove(&using.key) {
+                self.account();
+            }
+            return After::Forward(response);
+        }
+        let (mut head, body) = response.into_parts();
+        let bytes = match read_whole(body, length.unwrap_or(0)).await {
+            Ok(bytes) => bytes,
+            Err(error) => return After::Failed(error),
+        };
+        forward::strip_hop_by_hop(&mut head.headers);
+        let (directives, _) = policy::response_directives(&head.headers);
+        for name in &directives.private_fields {
+            head.headers.remove(name);
+        }
+        let now = self.settings.clock.now();
+        let entry = Arc::new(Entry {
+            status,
+            selected: Selected::new(&head.headers, &request.headers, self.offload),
+            response_time: now,
+            initial_age: policy::initial_age(&head.headers, now),
+            lifetime: policy::freshness_lifetime(&head.headers, now),
+            shared_with_credentials: directives.public
+                || directives.must_revalidate
+                || directives.s_maxage.is_some(),
+            body: StoredBody {
+                length: bytes.len() as u64,
+                crc: crc32fast::hash(&bytes),
+                as_sent: Some(bytes),
+                variants: Vec::new(),
+            },
+            headers: head.headers,
+            hits: Arc::default(),
+        });
+        self.store.put(using.key.clone(), entry.clone());
+        CacheCounters::bump(&self.counters.cache.stores);
+        self.account();
+        After::Serve(using.key, entry)
+    }
+
+    /// §4.4: a non-error response to an unsafe method invalidates its target and the
+    /// `Location` and `Content-Location` on the same host.
+    fn invalidate(&self, key: &str, status: StatusCode, headers: &HeaderMap) {
+        if !(status.is_success() || status.is_redirection()) {
+            return;
+        }
+        let mut dropped = self.store.remove(key);
+        for name in [LOCATION, CONTENT_LOCATION] {
+            if let Some(other) = headers
+                .get(&name)
+                .and_then(|value| key::for_location(key, value.as_bytes()))
+            {
+                dropped |= self.store.remove(&other);
+            }
+        }
+        if dropped {
+            CacheCounters::bump(&self.counters.cache.invalidations);
+            self.account();
+        }
+    }
+
+    /// The response to `request` made from `entry`, with the coding the rules choose for
+    /// this client: a stored variant when there is one (the encoder time it saves counted),
+    /// else made now and stored beside the others.
+    pub(crate) fn serve(
+        &self,
+        key: &str,
+        entry: &Arc<Entry>,
+        request: &Parts,
+        facts: &RequestFacts,
+        encoders: &Encoders<'_>,
+    ) -> Result<Served, ProxyError> {
+        entry.hits.fetch_add(1, Ordering::Relaxed);
+        let mut response = ResponseFacts::from_parts(entry.status, &entry.headers);
+        let mut decision = decide(facts, &response, encoders.rules);
+        let stored = match decision {
+            Decision::Compress { coding, .. } => entry.body.variant(coding).cloned(),
+            _ => None,
+        };
+        if stored.is_none() && encoders.exhausted {
+            response.budget = Budget::Exhausted;
+            decision = decide(facts, &response, encoders.rules);
+        }
+        if matches!(decision, Decision::Decompress { .. }) && encoders.gunzip.is_none() {
+            decision = Decision::Pass {
+                reason: Bypass::AlreadyEncoded,
+                vary: Vary::Unchanged,
+            };
+        }
+        // A HEAD for a coding not stored yet is not worth compressing for: its length is
+        // left out, as the streaming path does.
+        let mut length_known = true;
+        let body = match decision {
+            Decision::Compress {
+                payload: Payload::Absent,
+                ..
+            } if stored.is_none() => {
+                length_known = false;
+                Some(Bytes::new())
+            }
+            Decision::Compress { coding, .. } => match stored {
+                Some(variant) => {
+                    self.counters
+                        .cache
+                        .encoder_micros_saved
+                        .fetch_add(variant.micros, Ordering::Relaxed);
+                    Some(variant.bytes)
+                }
+                None => match self.add_variant(key, entry, coding, encoders.codings) {
+                    Some(bytes) => Some(bytes),
+                    None => {
+                        // The encoder failed: the identity bytes, as a budget bypass would.
+                        decision = Decision::Pass {
+                            reason: Bypass::Budget,
+                            vary: Vary::Add,
+                        };
+                        None
+                    }
+                },
+            },
+            Decision::Decompress { .. } => {
+                let limits = encoders.gunzip.unwrap_or_default();
+                let as_sent = entry.body.as_sent.as_deref().unwrap_or_default();
+                let decoded =
+                    zipwire_codec::decompress(zipwire_codec::Format::Gzip, as_sent, limits)
+                        .map_err(ProxyError::Gunzip)?;
+                Some(Bytes::from(decoded))
+            }
+            Decision::Pass { .. } => None,
+        };
+        let body = match body {
+            Some(body) => body,
+            None => variant::identity(&entry.body).map_err(ProxyError::Gunzip)?,
+        };
+        let mut headers = entry.headers.clone();
+        headers::apply(&decision, &mut headers, Version::HTTP_11);
+        headers.remove(TRANSFER_ENCODING);
+        if length_known {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
+        let age = entry.age(self.settings.clock.now()).as_secs();
+        headers.insert(AGE, HeaderValue::from(age));
+        if revalidate::client_not_modified(&request.headers, &headers) {
+            headers.remove(CONTENT_LENGTH);
+            return Ok(Served {
+                status: StatusCode::NOT_MODIFIED,
+                headers,
+                body: Bytes::new(),
+            });
+        }
+        let absent = request.method == Method::HEAD
+            || matches!(
+                decision,
+                Decision::Compress {
+                    payload: Payload::Absent,
+                    ..
+                }
+            );
+        Ok(Served {
+            status: entry.status,
+            headers,
+            body: if absent { Bytes::new() } else { body },
+        })
+    }
+
+    /// Compresses the entry in `coding` with the request-path encoder and stores the variant
+    /// beside the others (the bytes as sent are dropped once a variant exists: a client
+    /// without a coding gets one decoded).
+    fn add_variant(
+        &self,
+        key: &str,
+        entry: &Arc<Entry>,
+        coding: crate::decide::negotiate::Coding,
+        codings: &Codings,
+    ) -> Option<Bytes> {
+        let identity = variant::identity(&entry.body).ok()?;
+        let encoder = codings.encoder(coding, Some(identity.len() as u64));
+        let (bytes, micros) = variant::encode(encoder, &identity)?;
+        let mut body = entry.body.clone();
+        body.as_sent = None;
+        body.variants.push(Variant {
+            coding,
+            bytes: bytes.clone(),
+            best: false,
+            micros,
+        });
+        if self.store.swap(key, entry, Arc::new(entry.with_body(body))) {
+            self.account();
+        }
+        Some(bytes)
+    }
+}
+
+/// The whole body of a response declared `length` long; an error of the upstream (cut,
+/// silent) is the client's 502 or 504, and nothing is stored.
+async fn read_whole(mut body: UpstreamBody, length: u64) -> Result<Bytes, ProxyError> {
+    let mut out = BytesMut::with_capacity(usize::try_from(length).unwrap_or(0));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| error.into_proxy_error())?;
+        if let Ok(data) = frame.into_data() {
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out.freeze())
+}

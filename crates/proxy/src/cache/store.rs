@@ -1,0 +1,264 @@
+//! The stored responses, bounded in memory: a `quick_cache` (S3-FIFO eviction, a weigher that
+//! counts every byte held) keyed by host and target, each key holding the responses its
+//! `Vary` selects.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::HeaderMap;
+use http::StatusCode;
+use quick_cache::sync::Cache;
+use quick_cache::{DefaultHashBuilder, Lifecycle, OptionsBuilder, Weighter};
+
+use crate::cache::key::Selected;
+use crate::decide::negotiate::Coding;
+
+/// Fixed cost counted per entry besides its bytes: the structs, the index slot, the
+/// allocator's overhead.
+const ENTRY_OVERHEAD: usize = 512;
+
+/// Responses kept for one key, at most this many (one per `Vary` selection).
+const SELECTIONS_PER_KEY: usize = 8;
+
+/// One stored response. Immutable: a revalidation, a new variant or a recompression makes a
+/// new entry that replaces it, so a reader never sees half an update.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) status: StatusCode,
+    /// The upstream's headers, hop-by-hop fields removed.
+    pub(crate) headers: HeaderMap,
+    /// What the request fields named by `Vary` held.
+    pub(crate) selected: Selected,
+    /// When the response (or the 304 that last revalidated it) was received.
+    pub(crate) response_time: SystemTime,
+    /// Its age when received (RFC 9111 §4.2.3).
+    pub(crate) initial_age: Duration,
+    /// How long it is fresh from the origin's point of view (§4.2.1).
+    pub(crate) lifetime: Duration,
+    /// Whether it may answer a request with `Authorization` (§3.5).
+    pub(crate) shared_with_credentials: bool,
+    pub(crate) body: StoredBody,
+    /// Uses since it was stored, for the recompression order.
+    pub(crate) hits: Arc<AtomicU64>,
+}
+
+/// A stored body: as the upstream sent it, or, for a response the proxy compresses, one
+/// variant per coding produced so far (the identity bytes are not kept: a client without a
+/// stored coding gets a variant decoded).
+#[derive(Clone, Debug)]
+pub(crate) struct StoredBody {
+    pub(crate) as_sent: Option<Bytes>,
+    pub(crate) variants: Vec<Variant>,
+    /// Length of the representation (decoded, for variants).
+    pub(crate) length: u64,
+    /// CRC-32 of the representation, to check a variant before it is swapped in.
+    pub(crate) crc: u32,
+}
+
+/// One coding of a compressible response.
+#[derive(Clone, Debug)]
+pub(crate) struct Variant {
+    pub(crate) coding: Coding,
+    pub(crate) bytes: Bytes,
+    /// Made at the best level by the background worker.
+    pub(crate) best: bool,
+    /// What the request-path encoder took to make it, in microseconds: the time each hit
+    /// saves.
+    pub(crate) micros: u64,
+}
+
+impl StoredBody {
+    /// The stored variant in `coding`.
+    pub(crate) fn variant(&self, coding: Coding) -> Option<&Variant> {
+        self.variants
+            .iter()
+            .find(|variant| variant.coding == coding)
+    }
+
+    /// Bytes held.
+    pub(crate) fn weight(&self) -> usize {
+        self.as_sent.as_ref().map_or(0, Bytes::len)
+            + self.variants.iter().map(|v| v.bytes.len()).sum::<usize>()
+    }
+}
+
+impl Entry {
+    /// The age of the entry at `now` (§4.2.3: initial age plus resident time).
+    pub(crate) fn age(&self, now: SystemTime) -> Duration {
+        self.initial_age
+            + now
+                .duration_since(self.response_time)
+                .unwrap_or(Duration::ZERO)
+    }
+
+    /// Bytes held, everything counted.
+    fn weight(&self) -> usize {
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 32)
+            .sum();
+        ENTRY_OVERHEAD + headers + self.selected.weight() + self.body.weight()
+    }
+
+    /// A copy with another body, the same hit count.
+    pub(crate) fn with_body(&self, body: StoredBody) -> Entry {
+        Entry {
+            status: self.status,
+            headers: self.headers.clone(),
+            selected: self.selected.clone(),
+            response_time: self.response_time,
+            initial_age: self.initial_age,
+            lifetime: self.lifetime,
+            shared_with_credentials: self.shared_with_credentials,
+            body,
+            hits: self.hits.clone(),
+        }
+    }
+}
+
+/// The responses of one key.
+type Slot = Arc<Vec<Arc<Entry>>>;
+
+#[derive(Clone)]
+struct Weigh;
+
+impl Weighter<String, Slot> for Weigh {
+    fn weight(&self, key: &String, slot: &Slot) -> u64 {
+        let entries: usize = slot.iter().map(|entry| entry.weight()).sum();
+        (key.len() + 64 + entries) as u64
+    }
+}
+
+/// Counts what the eviction policy drops.
+#[derive(Clone)]
+struct CountEvictions(Arc<AtomicU64>);
+
+impl Lifecycle<String, Slot> for CountEvictions {
+    type RequestState = ();
+
+    fn begin_request(&self) {}
+
+    fn on_evict(&self, _state: &mut (), _key: String, _slot: Slot) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The bounded store.
+pub(crate) struct Store {
+    cache: Cache<String, Slot, Weigh, DefaultHashBuilder, CountEvictions>,
+    evictions: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("weight", &self.cache.weight())
+            .field("keys", &self.cache.len())
+            .finish()
+    }
+}
+
+impl Store {
+    /// A store of at most `max_memory` bytes, for objects up to `max_object`.
+    pub(crate) fn new(max_memory: u64, max_object: u64) -> Store {
+        // quick_cache splits the capacity among shards and refuses an item larger than one:
+        // fewer shards for larger objects, so that the largest allowed always fits.
+        let per_shard = (4 * (max_object + 64 * 1024)).max(1);
+        let shards = (max_memory / per_shard).clamp(1, 16);
+        let shards = 1usize << (63 - shards.leading_zeros());
+        let options = OptionsBuilder::new()
+            .shards(shards)
+            .estimated_items_capacity(1024)
+            .weight_capacity(max_memory.max(1))
+            .build();
+        let evictions = Arc::new(AtomicU64::new(0));
+        let lifecycle = CountEvictions(evictions.clone());
+        let cache = match options {
+            Ok(options) => {
+                Cache::with_options(options, Weigh, DefaultHashBuilder::default(), lifecycle)
+            }
+            // The options above are always valid; a smaller default is the fallback.
+            Err(_) => Cache::with(
+                1024,
+                max_memory.max(1),
+                Weigh,
+                DefaultHashBuilder::default(),
+                lifecycle,
+            ),
+        };
+        Store { cache, evictions }
+    }
+
+    /// The stored response for `key` whose `Vary` selection `request` matches.
+    pub(crate) fn find(&self, key: &str, request: &HeaderMap) -> Option<Arc<Entry>> {
+        let slot = self.cache.get(key)?;
+        slot.iter()
+            .find(|entry| entry.selected.matches(request))
+            .cloned()
+    }
+
+    /// Stores `entry`, replacing the one with the same selection.
+    pub(crate) fn put(&self, key: String, entry: Arc<Entry>) {
+        let mut entries: Vec<Arc<Entry>> = match self.cache.peek(&key) {
+            Some(slot) => slot
+                .iter()
+                .filter(|old| old.selected != entry.selected)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        entries.truncate(SELECTIONS_PER_KEY - 1);
+        entries.insert(0, entry);
+        self.cache.insert(key, Arc::new(entries));
+    }
+
+    /// Replaces `old` by `new` only if `old` is still the one stored (a recompression or a
+    /// new variant must not undo a revalidation that came meanwhile).
+    pub(crate) fn swap(&self, key: &str, old: &Arc<Entry>, new: Arc<Entry>) -> bool {
+        let Some(slot) = self.cache.peek(key) else {
+            return false;
+        };
+        let Some(position) = slot.iter().position(|entry| Arc::ptr_eq(entry, old)) else {
+            return false;
+        };
+        let mut entries: Vec<Arc<Entry>> = slot.iter().cloned().collect();
+        entries[position] = new;
+        self.cache.insert(key.to_owned(), Arc::new(entries));
+        true
+    }
+
+    /// Drops every response of `key`; whether there was any.
+    pub(crate) fn remove(&self, key: &str) -> bool {
+        self.cache.remove(key).is_some()
+    }
+
+    /// Drops everything.
+    pub(crate) fn clear(&self) {
+        self.cache.clear();
+    }
+
+    /// Bytes held, as the weigher counts them.
+    pub(crate) fn weight(&self) -> u64 {
+        self.cache.weight()
+    }
+
+    /// Keys dropped by the eviction policy so far.
+    pub(crate) fn evictions(&self) -> u64 {
+        self.evictions.load(Ordering::Relaxed)
+    }
+
+    /// Every stored entry with its key, for the recompression worker.
+    pub(crate) fn entries(&self) -> Vec<(String, Arc<Entry>)> {
+        self.cache
+            .iter()
+            .flat_map(|(key, slot)| {
+                slot.iter()
+                    .map(|entry| (key.clone(), entry.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}

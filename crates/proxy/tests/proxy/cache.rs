@@ -1,0 +1,584 @@
+//! The compressed-variant cache (`[cache]`, RFC 9111) against an origin the test scripts:
+//! what it stores, both modes, revalidation, invalidation, faults. Expiry is driven by a
+//! clock the test moves, never by sleeping.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use zipwire_proxy::{CacheMode, Clock};
+
+use crate::support::{client, fetch, gunzip, html, upstream, Proxy, TestClient};
+
+/// What the scripted origin answers: one representation, with its headers; it answers a
+/// matching `If-None-Match` with a 304 carrying `not_modified` headers.
+struct Script {
+    headers: Vec<(&'static str, String)>,
+    body: Bytes,
+    etag: Option<String>,
+    not_modified: Vec<(&'static str, String)>,
+    /// Bodies by `Accept-Language`, for `Vary`.
+    by_language: bool,
+    /// The `Date` it sends: the test's clock, which the proxy reads too.
+    clock: Clock,
+}
+
+/// An origin serving a [`Script`], recording what it was asked.
+struct Scripted {
+    addr: std::net::SocketAddr,
+    script: Arc<Mutex<Script>>,
+    hits: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<(Method, HeaderMap)>>>,
+    /// Moves the time both the origin and the proxy read.
+    clock: TestClock,
+    /// That time, for the proxy.
+    time: Clock,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Scripted {
+    async fn start(headers: &[(&'static str, &str)], etag: Option<&str>) -> Scripted {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (clock, time) = TestClock::new();
+        let script = Arc::new(Mutex::new(Script {
+            clock: time.clone(),
+            headers: headers.iter().map(|&(n, v)| (n, v.to_owned())).collect(),
+            body: Bytes::from(html(20_000)),
+            etag: etag.map(str::to_owned),
+            not_modified: Vec::new(),
+            by_language: false,
+        }));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let state = (script.clone(), hits.clone(), requests.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |request: Request<Incoming>| {
+                        let state = state.clone();
+                        async move {
+                            state.1.fetch_add(1, Ordering::SeqCst);
+                            let mut requests = state.2.lock().expect("not poisoned");
+                            requests.push((request.method().clone(), request.headers().clone()));
+                            drop(requests);
+                            let script = state.0.lock().expect("not poisoned");
+                            Ok::<_, Infallible>(answer(&script, &request))
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Scripted {
+            addr,
+            script,
+            hits,
+            requests,
+            clock,
+            time,
+            task,
+        }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    fn last_request(&self) -> (Method, HeaderMap) {
+        self.requests
+            .lock()
+            .expect("not poisoned")
+            .last()
+            .cloned()
+            .expect("a request")
+    }
+
+    fn edit(&self, change: impl FnOnce(&mut Script)) {
+        change(&mut self.script.lock().expect("not poisoned"));
+    }
+}
+
+fn answer(script: &Script, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let matches = script.etag.as_ref().is_some_and(|etag| {
+        request
+            .headers()
+            .get_all("if-none-match")
+            .iter()
+            .any(|line| {
+                line.to_str()
+                    .unwrap_or("")
+                    .split(", ")
+                    .any(|tag| tag == etag)
+            })
+    });
+    let mut response = Response::new(Full::new(Bytes::new()));
+    let headers = response.headers_mut();
+    let date = httpdate::fmt_http_date(script.clock.now());
+    headers.insert("date", HeaderValue::from_str(&date).expect("valid"));
+    if let Some(etag) = &script.etag {
+        headers.insert("etag", HeaderValue::from_str(etag).expect("valid"));
+    }
+    if matches {
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        for (name, value) in &script.not_modified {
+            let headers = response.headers_mut();
+            headers.append(*name, HeaderValue::from_str(value).expect("valid"));
+        }
+        return response;
+    }
+    for (name, value) in &script.headers {
+        headers.append(*name, HeaderValue::from_str(value).expect("valid"));
+    }
+    headers.insert("content-type", HeaderValue::from_static("text/html"));
+    let mut body = script.body.to_vec();
+    if script.by_language {
+        let language = request.headers().get("accept-language");
+        body.extend_from_slice(language.map_or(b"none".as_slice(), HeaderValue::as_bytes));
+    }
+    *response.body_mut() = Full::new(Bytes::from(body));
+    response
+}
+
+/// A clock the test moves forward.
+#[derive(Clone)]
+struct TestClock(Arc<AtomicU64>);
+
+impl TestClock {
+    fn new() -> (TestClock, Clock) {
+        let offset = Arc::new(AtomicU64::new(0));
+        let start = SystemTime::now();
+        let read = offset.clone();
+        let clock = Clock::new(move || start + Duration::from_secs(read.load(Ordering::SeqCst)));
+        (TestClock(offset), clock)
+    }
+
+    fn advance(&self, seconds: u64) {
+        self.0.fetch_add(seconds, Ordering::SeqCst);
+    }
+}
+
+async fn proxy(origin: &Scripted, mode: CacheMode, clock: Clock) -> Proxy {
+    Proxy::start(vec![upstream(origin.addr)], move |config| {
+        config.cache.mode = mode;
+        config.cache.clock = clock;
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await
+}
+
+async fn get(
+    client: &TestClient,
+    proxy: &Proxy,
+    headers: &[(&'static str, &'static str)],
+) -> (http::response::Parts, Bytes) {
+    fetch(client, "GET", &proxy.url("/page"), headers).await
+}
+
+fn counter(proxy: &Proxy, read: impl Fn(&zipwire_proxy::CacheCounters) -> &AtomicU64) -> u64 {
+    read(&proxy.stats.cache).load(Ordering::Relaxed)
+}
+
+#[tokio::test]
+async fn fresh_mode_serves_fresh_entries_and_revalidates_stale_ones() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    origin.edit(|s| s.not_modified = vec![("x-revalidated", "yes".to_owned())]);
+    let clock = origin.clock.clone();
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let expected = origin.script.lock().expect("not poisoned").body.clone();
+    for _ in 0..3 {
+        let (parts, body) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+        assert_eq!(parts.status, 200);
+        assert_eq!(parts.headers["content-encoding"], "gzip");
+        assert_eq!(parts.headers["etag"], "W/\"v1\"");
+        assert_eq!(gunzip(&body), expected);
+    }
+    assert_eq!(origin.hits(), 1, "fresh hits never reach the origin");
+    assert_eq!(counter(&proxy, |c| &c.hits), 2);
+    clock.advance(30);
+    let (parts, _) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(parts.headers["age"], "30");
+    assert_eq!(origin.hits(), 1);
+    clock.advance(31);
+    let (parts, body) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(origin.hits(), 2, "a stale entry is revalidated");
+    assert_eq!(origin.last_request().1["if-none-match"], "\"v1\"");
+    assert_eq!(
+        parts.headers["x-revalidated"], "yes",
+        "the 304's fields are stored"
+    );
+    assert_eq!(gunzip(&body), expected);
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+    // Freshened by the 304: fresh again for 60 s.
+    get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(origin.hits(), 2);
+    // The client's no-cache and Pragma: no-cache make it revalidate.
+    get(&client, &proxy, &[("cache-control", "no-cache")]).await;
+    assert_eq!(origin.hits(), 3);
+    get(&client, &proxy, &[("pragma", "no-cache")]).await;
+    assert_eq!(origin.hits(), 4);
+}
+
+#[tokio::test]
+async fn revalidate_mode_asks_every_time_and_a_new_etag_replaces_the_entry() {
+    let origin = Scripted::start(&[("cache-control", "max-age=3600")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Revalidate, origin.time.clone()).await;
+    let client = client();
+    let expected = origin.script.lock().expect("not poisoned").body.clone();
+    let (_, first) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(origin.last_request().1.get("if-none-match"), None);
+    let (parts, second) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(
+        origin.hits(),
+        2,
+        "revalidate mode asks the origin every time"
+    );
+    assert_eq!(origin.last_request().1["if-none-match"], "\"v1\"");
+    assert_eq!(parts.status, 200);
+    assert_eq!(gunzip(&first), expected);
+    assert_eq!(gunzip(&second), expected);
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+    assert_eq!(counter(&proxy, |c| &c.stores), 1);
+    assert!(counter(&proxy, |c| &c.encoder_micros_saved) > 0);
+    // The client's own tag travels with the stored one; a match is the client's 304.
+    let (parts, body) = get(
+        &client,
+        &proxy,
+        &[
+            ("accept-encoding", "gzip"),
+            ("if-none-match", "\"old\", W/\"v1\""),
+        ],
+    )
+    .await;
+    assert_eq!(
+        origin.last_request().1["if-none-match"],
+        "\"old\", W/\"v1\", \"v1\""
+    );
+    assert_eq!(parts.status, 304);
+    assert!(body.is_empty());
+    origin.edit(|s| {
+        s.etag = Some("\"v2\"".to_owned());
+        s.body = Bytes::from_static(b"<html>the second version, long enough to be compressed........................................................................................................................................................................................................................</html>");
+    });
+    let (_, third) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert!(gunzip(&third).starts_with(b"<html>the second version"));
+    assert_eq!(counter(&proxy, |c| &c.stores), 2);
+    let (_, plain) = get(&client, &proxy, &[]).await;
+    assert!(
+        plain.starts_with(b"<html>the second version"),
+        "decoded for identity clients"
+    );
+}
+
+#[tokio::test]
+async fn what_a_shared_cache_must_not_store_goes_to_the_origin_every_time() {
+    let refused: &[&[(&str, &str)]] = &[
+        &[("cache-control", "max-age=60, no-store")],
+        &[("cache-control", "private, max-age=60")],
+        &[("cache-control", "max-age=60"), ("set-cookie", "id=1")],
+        &[("cache-control", "max-age=60"), ("vary", "*")],
+        &[
+            ("cache-control", "no-store"),
+            ("cdn-cache-control", "no-store"),
+        ],
+    ];
+    for headers in refused {
+        let origin = Scripted::start(headers, Some("\"v1\"")).await;
+        let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+        let client = client();
+        for _ in 0..2 {
+            get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+        }
+        assert_eq!(origin.hits(), 2, "{headers:?} must not be stored");
+        assert_eq!(counter(&proxy, |c| &c.stores), 0, "{headers:?}");
+    }
+    // Stored: CDN-Cache-Control speaks for this cache over Cache-Control (RFC 9213); no-cache
+    // stores but revalidates every use; Set-Cookie when the operator opts in.
+    let origin = Scripted::start(
+        &[
+            ("cache-control", "no-store"),
+            ("cdn-cache-control", "max-age=60"),
+        ],
+        Some("\"v1\""),
+    )
+    .await;
+    let proxy = self::proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    for _ in 0..2 {
+        get(&client, &proxy, &[]).await;
+    }
+    assert_eq!(origin.hits(), 1);
+    let origin =
+        Scripted::start(&[("cache-control", "no-cache, max-age=60")], Some("\"v1\"")).await;
+    let proxy = self::proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    for _ in 0..2 {
+        get(&client, &proxy, &[]).await;
+    }
+    assert_eq!(origin.hits(), 2);
+    assert_eq!(origin.last_request().1["if-none-match"], "\"v1\"");
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+    let origin = Scripted::start(
+        &[("cache-control", "max-age=60"), ("set-cookie", "a=1")],
+        None,
+    )
+    .await;
+    let time = origin.time.clone();
+    let proxy = Proxy::start(vec![upstream(origin.addr)], move |config| {
+        config.cache.mode = CacheMode::Fresh;
+        config.cache.store_set_cookie = true;
+        config.cache.clock = time;
+    })
+    .await;
+    for _ in 0..2 {
+        get(&client, &proxy, &[]).await;
+    }
+    assert_eq!(origin.hits(), 1);
+}
+
+#[tokio::test]
+async fn vary_selects_by_the_named_request_fields() {
+    let origin = Scripted::start(
+        &[("cache-control", "max-age=60"), ("vary", "Accept-Language")],
+        Some("\"v1\""),
+    )
+    .await;
+    origin.edit(|s| s.by_language = true);
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let (_, en) = get(&client, &proxy, &[("accept-language", "en")]).await;
+    let (_, fr) = get(&client, &proxy, &[("accept-language", "fr")]).await;
+    let (_, en_again) = get(
+        &client,
+        &proxy,
+        &[("accept-language", "en"), ("accept-encoding", "gzip")],
+    )
+    .await;
+    let (_, fr_again) = get(&client, &proxy, &[("accept-language", "fr")]).await;
+    assert!(en.ends_with(b"en"));
+    assert!(fr.ends_with(b"fr"));
+    assert_eq!(gunzip(&en_again), en);
+    assert_eq!(fr_again, fr);
+    assert_eq!(origin.hits(), 2);
+}
+
+#[tokio::test]
+async fn unsafe_methods_and_purges_invalidate() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let mut expected_hits = 0;
+    for method in ["POST", "PUT", "DELETE"] {
+        get(&client, &proxy, &[]).await;
+        get(&client, &proxy, &[]).await;
+        expected_hits += 1;
+        assert_eq!(origin.hits(), expected_hits, "stored before {method}");
+        fetch(&client, method, &proxy.url("/page"), &[]).await;
+        expected_hits += 1;
+        get(&client, &proxy, &[]).await;
+        expected_hits += 1;
+        assert_eq!(
+            origin.hits(),
+            expected_hits,
+            "{method} invalidated the entry"
+        );
+        origin.edit(|s| s.headers.push(("x-round", method.to_owned())));
+        // Clean slate for the next method.
+        fetch(&client, "DELETE", &proxy.url("/page"), &[]).await;
+        expected_hits += 1;
+    }
+    let purge = |target: &'static str| {
+        let admin = proxy.admin.expect("an admin listener");
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(admin)
+                .await
+                .expect("connect");
+            let request =
+                format!("DELETE {target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.expect("write");
+            let mut out = Vec::new();
+            stream.read_to_end(&mut out).await.expect("read");
+            String::from_utf8_lossy(&out).into_owned()
+        }
+    };
+    get(&client, &proxy, &[]).await;
+    expected_hits += 1;
+    let key = format!("/cache?key={}%20/page", proxy.addr);
+    let answer = purge(Box::leak(key.into_boxed_str())).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    get(&client, &proxy, &[]).await;
+    expected_hits += 1;
+    assert_eq!(origin.hits(), expected_hits, "purged by key");
+    let answer = purge("/cache").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    get(&client, &proxy, &[]).await;
+    expected_hits += 1;
+    assert_eq!(origin.hits(), expected_hits, "purged all");
+}
+
+#[tokio::test]
+async fn head_ranges_and_authorization() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let (parts, _) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    let length = parts.headers["content-length"].clone();
+    let (head, body) = fetch(
+        &client,
+        "HEAD",
+        &proxy.url("/page"),
+        &[("accept-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(origin.hits(), 1, "HEAD is answered from the entry");
+    assert!(body.is_empty());
+    assert_eq!(head.headers["content-length"], length);
+    assert_eq!(head.headers["content-encoding"], "gzip");
+    // A range goes to the origin as without a cache.
+    get(&client, &proxy, &[("range", "bytes=0-9")]).await;
+    assert_eq!(origin.hits(), 2);
+    assert_eq!(origin.last_request().1["range"], "bytes=0-9");
+    // A response to a request with credentials is not stored, nor used for one, unless it
+    // says so (RFC 9111 §3.5).
+    get(&client, &proxy, &[("authorization", "Basic eDp5")]).await;
+    assert_eq!(origin.hits(), 3);
+}
+
+#[tokio::test]
+async fn a_body_cut_short_is_never_stored() {
+    // An origin that declares 1000 bytes, sends 100 and closes.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer).await;
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncache-control: max-age=60\r\n\
+                        etag: \"v1\"\r\ncontent-length: 1000\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&[b'a'; 100]).await;
+        }
+    });
+    let (_clock, time) = TestClock::new();
+    let proxy = Proxy::start(vec![upstream(addr)], move |config| {
+        config.cache.mode = CacheMode::Fresh;
+        config.cache.clock = time;
+    })
+    .await;
+    let client = client();
+    for round in 1..=2 {
+        let response = client
+            .request(crate::support::request("GET", &proxy.url("/page"), &[]))
+            .await
+            .expect("a response");
+        assert_eq!(response.status(), 502, "round {round}");
+        assert_eq!(hits.load(Ordering::SeqCst), round, "nothing was stored");
+    }
+    assert_eq!(counter(&proxy, |c| &c.stores), 0);
+    task.abort();
+}
+
+#[tokio::test]
+async fn memory_stays_under_max_memory_and_evictions_are_counted() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let time = origin.time.clone();
+    let proxy = Proxy::start(vec![upstream(origin.addr)], move |config| {
+        config.cache.mode = CacheMode::Fresh;
+        config.cache.clock = time;
+        config.cache.max_memory = 200_000;
+        config.cache.max_object = 40_000;
+    })
+    .await;
+    let client = client();
+    for i in 0..40 {
+        let url = proxy.url(&format!("/page{i}"));
+        fetch(&client, "GET", &url, &[]).await;
+        assert!(counter(&proxy, |c| &c.bytes_held) <= 200_000);
+    }
+    assert_eq!(counter(&proxy, |c| &c.stores), 40);
+    assert!(counter(&proxy, |c| &c.evictions) > 0);
+    assert!(counter(&proxy, |c| &c.bytes_held) > 20_000);
+}
+
+#[tokio::test]
+async fn stored_variants_are_recompressed_at_the_best_level_in_the_background() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let expected = origin.script.lock().expect("not poisoned").body.clone();
+    let (_, first) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    let (_, first_br) = get(&client, &proxy, &[("accept-encoding", "br")]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while counter(&proxy, |c| &c.recompressions) < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} recompressions within 20 s",
+            counter(&proxy, |c| &c.recompressions)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // A variant added while the worker swaps its entry is lost (the swap wins) and made
+        // again by the next request for it.
+        get(&client, &proxy, &[("accept-encoding", "br")]).await;
+    }
+    let (parts, best) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(parts.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&best), expected);
+    assert!(
+        best.len() <= first.len(),
+        "{} !<= {}",
+        best.len(),
+        first.len()
+    );
+    let (parts, best_br) = get(&client, &proxy, &[("accept-encoding", "br")]).await;
+    assert_eq!(parts.headers["content-encoding"], "br");
+    assert!(
+        best_br.len() <= first_br.len(),
+        "{} !<= {}",
+        best_br.len(),
+        first_br.len()
+    );
+    let mut decoded = Vec::new();
+    std::io::Read::read_to_end(
+        &mut brotli::Decompressor::new(&best_br[..], 4096),
+        &mut decoded,
+    )
+    .expect("brotli decodes");
+    assert_eq!(decoded, expected);
+    assert!(
+        best.len() + best_br.len() < first.len() + first_br.len(),
+        "gzip {} -> {}, br {} -> {}",
+        first.len(),
+        best.len(),
+        first_br.len(),
+        best_br.len()
+    );
+    assert_eq!(origin.hits(), 1);
+}
