@@ -123,5 +123,5 @@ pub use error::{ProxyError, Side};
 pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
-    ProxyConfig, Timeouts, Tls, Upstream, UpstreamRoots, UpstreamScheme,
+    ProxyConfig, Timeouts, Tls, Upstream, UpstreamRoots, UpstreamScheme, GATHER_MEMORY_PER_THREAD,
 };

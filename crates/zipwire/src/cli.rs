@@ -140,7 +140,7 @@ pub struct ProxyArgs {
     pub max_memory: Option<u64>,
 
     /// Input bytes all responses together may hold while gathering encoder calls; past it a
-    /// response waits with its input unread upstream [default: 16MiB]
+    /// response waits with its input unread upstream [default: 4MiB per thread]
     #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
     pub gather_memory: Option<u64>,
 

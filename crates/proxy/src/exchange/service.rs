@@ -133,7 +133,9 @@ impl Proxy {
             counters,
             throttle,
             memory,
-            gather: GatherGate::new(config.budget.gather_memory),
+            gather: GatherGate::new(config.budget.gather_memory.unwrap_or(
+                crate::settings::GATHER_MEMORY_PER_THREAD * config.threads.max(1) as u64,
+            )),
             max_head: config.limits.max_header_bytes,
             upgrade_idle: config.timeouts.upgrade_idle,
         }

@@ -186,7 +186,7 @@ async fn admin_serves_stats_and_metrics() {
 async fn a_small_gather_budget_serves_every_response_in_turns() {
     let origin = Origin::start().await;
     let proxy = Proxy::start(vec![origin.upstream()], |config| {
-        config.budget.gather_memory = 64 * 1024;
+        config.budget.gather_memory = Some(64 * 1024);
     })
     .await;
     let client = client();

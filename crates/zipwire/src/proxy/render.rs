@@ -109,7 +109,10 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         Some(memory) => writeln!(out, "max_memory = {}", size(memory))?,
         None => writeln!(out, "# max_memory: no limit")?,
     }
-    writeln!(out, "gather_memory = {}", size(budget.gather_memory))?;
+    match budget.gather_memory {
+        Some(bytes) => writeln!(out, "gather_memory = {}", size(bytes))?,
+        None => writeln!(out, "# gather_memory: 4MiB per thread")?,
+    }
     writeln!(out, "hysteresis = {:?}", budget.hysteresis)?;
     writeln!(out, "window = {}", quote(&format_duration(budget.window)))?;
 

@@ -210,7 +210,7 @@ fn every_key_is_applied() {
     assert_eq!(b.max_cpu, Some(75.5));
     assert_eq!(b.max_rate, Some(8 << 20));
     assert_eq!(b.max_memory, Some(1_000_000));
-    assert_eq!(b.gather_memory, 4 << 20);
+    assert_eq!(b.gather_memory, Some(4 << 20));
     assert_eq!(b.hysteresis, 0.0);
     assert_eq!(b.window, Duration::from_millis(500));
     assert!(!config.forwarding.x_forwarded_for);

@@ -198,7 +198,11 @@ impl TryFrom<RawConfig> for ProxyConfig {
             budget.max_memory = Some(size_in("budget.max_memory", max_memory, 1..=u64::MAX)?);
         }
         if let Some(gather) = &raw_budget.gather_memory {
-            budget.gather_memory = size_in("budget.gather_memory", gather, 64 * 1024..=u64::MAX)?;
+            budget.gather_memory = Some(size_in(
+                "budget.gather_memory",
+                gather,
+                64 * 1024..=u64::MAX,
+            )?);
         }
         if let Some(hysteresis) = raw_budget.hysteresis {
             if !(0.0..1.0).contains(&hysteresis) {

@@ -43,8 +43,8 @@ use crate::decide::negotiate::Coding;
 pub struct ZstdLevel(u8);
 
 impl ZstdLevel {
-    /// The default, 1: see `docs/config.md` for the measurements it was chosen from.
-    pub const DEFAULT: ZstdLevel = ZstdLevel(1);
+    /// The default, 2: see `docs/config.md` for the measurements it was chosen from.
+    pub const DEFAULT: ZstdLevel = ZstdLevel(2);
     /// The highest level.
     pub const MAX: u8 = 19;
 
