@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from benchplot import plot
+
 
 def slice_corpus(corpus, size, path):
     """Writes `size` bytes made of the large corpus files, cycled, to `path`."""
@@ -73,20 +75,6 @@ def measure(commands, stdin_path, out_dir, rounds):
             times.append(seconds)
             rss.append(peak)
     return results
-
-
-def plot(kind, header, rows, zipwire):
-    """Writes `rows` tab-separated beside $PLOT (default <kind>.svg; PLOT= for none) and draws
-    them with `zipwire bench plot`."""
-    svg = os.environ.get("PLOT", f"{kind}.svg")
-    if not svg:
-        return
-    tsv = os.path.splitext(svg)[0] + ".tsv"
-    with open(tsv, "w") as f:
-        f.write("\t".join(header) + "\n")
-        for row in rows:
-            f.write("\t".join(str(cell) for cell in row) + "\n")
-    subprocess.run([zipwire, "bench", "plot", kind, tsv, "-o", svg], check=True)
 
 
 def main():

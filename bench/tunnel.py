@@ -22,6 +22,8 @@ import tempfile
 import threading
 import time
 
+from benchplot import plot
+
 NS_A, NS_B = "zwbench-a", "zwbench-b"
 IP_A, IP_B = "10.77.0.1", "10.77.0.2"
 SINK_PORT = 9000
@@ -202,20 +204,6 @@ def transfer(port, path):
     if out.returncode != 0:
         raise SystemExit(f"transfer to {host}:{port} failed: {out.stdout} {out.stderr}")
     return float(out.stdout.strip())
-
-
-def plot(kind, header, rows, zipwire):
-    """Writes `rows` tab-separated beside $PLOT (default <kind>.svg; PLOT= for none) and draws
-    them with `zipwire bench plot`."""
-    svg = os.environ.get("PLOT", f"{kind}.svg")
-    if not svg:
-        return
-    tsv = os.path.splitext(svg)[0] + ".tsv"
-    with open(tsv, "w") as f:
-        f.write("\t".join(header) + "\n")
-        for row in rows:
-            f.write("\t".join(str(cell) for cell in row) + "\n")
-    subprocess.run([zipwire, "bench", "plot", kind, tsv, "-o", svg], check=True)
 
 
 def main():
