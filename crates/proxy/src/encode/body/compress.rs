@@ -163,33 +163,41 @@ impl<B: Body> CompressBody<B> {
 
     /// The upstream has nothing ready: compress what was gathered at once when the delay is
     /// zero, after `delay` when the body's length is unknown, else wait for the call to fill.
-    /// A share of the gather budget is held at most [`STALL`] while the upstream is silent:
-    /// then what was gathered is compressed, or the share given back if nothing was.
+    /// A share of the gather budget is held at most [`STALL`] while the upstream is silent and
+    /// other bodies wait for the budget: then what was gathered is compressed, or the share
+    /// given back if nothing was.
     fn wait_for_more(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let gathered = !self.pending.is_empty() || self.unflushed;
         let holding = self.share.as_ref().is_some_and(|share| share.held() > 0);
-        let wait = if !gathered {
+        let (wait, stall) = if !gathered {
             if !holding {
                 return Poll::Pending;
             }
-            STALL
+            (STALL, true)
         } else if self.policy.delay.is_zero() {
             return self.compress(Call::Pause);
         } else if self.gathers_whole_calls() {
             if !holding {
                 return Poll::Pending;
             }
-            STALL
+            (STALL, true)
         } else {
-            self.policy.delay
+            (self.policy.delay, false)
         };
         let timer = self
             .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(wait)));
         if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        if stall && !self.share.as_ref().is_some_and(Share::others_wait) {
+            // Nobody waits for the budget: keep the share (and the call whole), look again
+            // after another stall time.
+            timer.as_mut().reset(tokio::time::Instant::now() + STALL);
+            let _ = timer.as_mut().poll(cx);
             return Poll::Pending;
         }
         if !gathered {

@@ -21,13 +21,15 @@
 //!   length grows it as input arrives), it compresses what it has gathered at once and lets
 //!   the share go. Only calls gathered under pressure are cut shorter than the flush policy's.
 //! - A body of known length takes its whole call at once, so it is never cut; if its upstream
-//!   then stalls for [`STALL`] with the share held, the gathered input is compressed and the
-//!   share returned, so a stalled upstream cannot keep other responses waiting.
+//!   then stalls for [`STALL`] with the share held while other bodies wait for the budget, the
+//!   gathered input is compressed and the share returned, so a stalled upstream cannot keep
+//!   other responses waiting. With nobody waiting it keeps its share (and its call whole).
 //! - A share never asks for more than the whole budget.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -47,6 +49,8 @@ const UNIT: usize = 1024;
 pub struct GatherGate {
     units: Arc<Semaphore>,
     total: u32,
+    /// Bodies waiting in line for a share.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl GatherGate {
@@ -58,12 +62,18 @@ impl GatherGate {
         GatherGate {
             units: Arc::new(Semaphore::new(total as usize)),
             total,
+            waiting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// Bytes of the budget not held by any body now.
     pub fn available(&self) -> u64 {
         self.units.available_permits() as u64 * UNIT as u64
+    }
+
+    /// Bodies waiting in line for a share now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// The whole budget in bytes.
@@ -148,17 +158,18 @@ impl Share {
         // Holding nothing: join the line, or keep the place already taken in it. A place
         // taken for fewer units than now asked for is kept: the rest is asked for later.
         let (_, acquire) = self.waiting.get_or_insert_with(|| {
+            self.gate.waiting.fetch_add(1, Ordering::Relaxed);
             let units = Arc::clone(&self.gate.units);
             (want, Box::pin(units.acquire_many_owned(want)))
         });
         match acquire.as_mut().poll(cx) {
             Poll::Ready(Ok(permit)) => {
-                self.waiting = None;
+                self.leave_line();
                 self.held = Some(permit);
                 self.reserve(bytes, cx)
             }
             Poll::Ready(Err(_)) => {
-                self.waiting = None;
+                self.leave_line();
                 Reserve::Unlimited
             }
             Poll::Pending => Reserve::Wait,
@@ -168,6 +179,23 @@ impl Share {
     /// Gives the share back: the call it covered was compressed.
     pub(super) fn release(&mut self) {
         self.held = None;
+    }
+
+    /// Whether other bodies wait in line for the budget.
+    pub(super) fn others_wait(&self) -> bool {
+        self.gate.waiting() > 0
+    }
+
+    fn leave_line(&mut self) {
+        if self.waiting.take().is_some() {
+            self.gate.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        self.leave_line();
     }
 }
 
