@@ -21,7 +21,10 @@
 #   CLIENTS [100]  STREAMS [10]   MODE=h2 only: h2load -c and -m (CONNS and FILES unused)
 #   DURATION [10]            seconds per wrk run
 #   CONNS ["300 500"]        connection counts
-#   PROXIES ["haproxy nginx caddy zipwire"]
+#   PROXIES ["haproxy nginx caddy zipwire"]; also zipwire-admin (the admin listener and its
+#                            dashboard on, nobody watching) and zipwire-viewer (the same with
+#                            one dashboard viewer, an event-stream client on LOAD_CPU)
+#   ADMIN_PORT [PROXY_PORT + 2]  the admin listener of zipwire-admin and zipwire-viewer
 #   FILES ["single mix"]     single: haproxy-org-index.html; mix: every file in web/
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
 #   ZIPWIRE [target/release/zipwire]   ZIPWIRE_LEVEL [2, the proxy's default]
@@ -50,6 +53,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-$LOAD_CPU}
 ORIGIN_PORT=${ORIGIN_PORT:-18080}
 PROXY_PORT=${PROXY_PORT:-18081}
+ADMIN_PORT=${ADMIN_PORT:-$((PROXY_PORT + 2))}
 MODE=${MODE:-http1}
 CLIENTS=${CLIENTS:-100}
 STREAMS=${STREAMS:-10}
@@ -112,7 +116,7 @@ cpus=$(nproc)
 ulimit -n "$(ulimit -Hn)"
 
 zipwire_ok=0
-if [[ " $PROXIES " == *" zipwire "* ]]; then
+if [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]]; then
     if "$ZIPWIRE" proxy --help > /dev/null 2>&1; then
         zipwire_ok=1
     else
@@ -135,7 +139,7 @@ h2_codings() {
 }
 runs=0
 for proxy in $PROXIES; do
-    [ "$proxy" = zipwire ] && ((zipwire_ok == 0)) && continue
+    [[ $proxy == zipwire* ]] && ((zipwire_ok == 0)) && continue
     if [ "$MODE" = h2 ]; then
         for _ in $(h2_codings "$proxy"); do
             runs=$((runs + 1))
@@ -164,6 +168,7 @@ WORK=$(mktemp -d /tmp/zipwire-bench.XXXXXX)
 mkdir -p "$WORK"/origin-tmp "$WORK"/nginx-tmp "$WORK"/caddy "$WORK"/tls
 ORIGIN_PID=
 PROXY_PID=
+VIEWER_PID=
 
 stop_pid() {
     local pid=$1
@@ -177,6 +182,7 @@ stop_pid() {
 }
 
 cleanup() {
+    stop_pid "$VIEWER_PID"
     stop_pid "$PROXY_PID"
     stop_pid "$ORIGIN_PID"
     wait 2> /dev/null || true
@@ -240,7 +246,7 @@ start_proxy() {
                 taskset -c "$cpu" caddy run --config "$WORK/Caddyfile$suffix" --adapter caddyfile \
                 > "$WORK/proxy.log" 2>&1 &
             ;;
-        zipwire)
+        zipwire | zipwire-admin | zipwire-viewer)
             # No access log, like the others here (nginx: access_log off; HAProxy and Caddy:
             # none configured). MODE=h2: TLS on PROXY_PORT, cleartext one port above (unused).
             local listen=("--listen" "127.0.0.1:$PROXY_PORT")
@@ -250,6 +256,7 @@ start_proxy() {
                     "--tls-cert" "$WORK/tls/cert.pem" "--tls-key" "$WORK/tls/key.pem"
                     "--encodings" "zstd,br,gzip")
             fi
+            [ "$1" = zipwire ] || listen+=("--admin" "127.0.0.1:$ADMIN_PORT")
             taskset -c "$cpu" "$ZIPWIRE" proxy "${listen[@]}" \
                 --upstream "http://127.0.0.1:$ORIGIN_PORT" --threads 1 --level "$ZIPWIRE_LEVEL" \
                 --no-access-log > "$WORK/proxy.log" 2>&1 &
@@ -263,9 +270,32 @@ start_proxy() {
         stop_proxy
         return 1
     fi
+    [ "$1" = zipwire-viewer ] && start_viewer
+    return 0
+}
+
+# One viewer of zipwire's dashboard: an event-stream client on LOAD_CPU that receives what
+# the page's EventSource would, once a second. (A headless browser drawing the charts would
+# also take LOAD_CPU from wrk, which is not the proxy's cost.)
+start_viewer() {
+    taskset -c "$LOAD_CPU" curl -sN -o "$WORK/viewer.events" \
+        "http://127.0.0.1:$ADMIN_PORT/events" &
+    VIEWER_PID=$!
+    for _ in $(seq 30); do
+        viewer_watching && return 0
+        sleep 0.1
+    done
+    die "the viewer did not get the dashboard's first event"
+}
+
+# True once the viewer has received a whole event (`data:` lines, then an empty line).
+viewer_watching() {
+    grep -q '^$' "$WORK/viewer.events" 2> /dev/null
 }
 
 stop_proxy() {
+    stop_pid "$VIEWER_PID"
+    VIEWER_PID=
     stop_pid "$PROXY_PID"
     wait "$PROXY_PID" 2> /dev/null || true
     PROXY_PID=
@@ -337,6 +367,11 @@ measure() {
         -s "$CONF/wrk.lua" "http://127.0.0.1:$PROXY_PORT/" 2>&1) || true
     local rss
     rss=$(peak_rss_kib "$PROXY_PID")
+    if [ -n "$VIEWER_PID" ]; then
+        local events
+        events=$(grep -c '^$' "$WORK/viewer.events" || true)
+        ((events >= DURATION)) || echo "warning: the viewer got $events events in ${DURATION}s" >&2
+    fi
     stop_proxy
     sleep 1.5
     local in_after
@@ -400,7 +435,7 @@ if [ "$MODE" = cache ]; then
     exit 0
 fi
 for proxy in $PROXIES; do
-    if [ "$proxy" = zipwire ] && ((zipwire_ok == 0)); then
+    if [[ $proxy == zipwire* ]] && ((zipwire_ok == 0)); then
         continue
     fi
     for files in $FILES; do
@@ -415,7 +450,7 @@ echo
 echo "BW in: bytes the origin sent (headers and bodies); BW out: bytes wrk read from the proxy;"
 echo "ratio: in/out; RSS: peak resident memory of the proxy (all its processes); ${DURATION}s per run."
 printf '%s\n' "${ROWS[@]}" | column -t -s $'\t' -o ' | '
-if [[ " $PROXIES " == *" zipwire "* ]] && ((zipwire_ok == 0)); then
+if [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]] && ((zipwire_ok == 0)); then
     echo "zipwire: skipped, '$ZIPWIRE proxy --help' fails (cargo build --release -p zipwire)"
 fi
 if [ -n "${TSV:-}" ]; then
