@@ -297,19 +297,19 @@ impl Proxy {
     /// Phase 1: refuses requests a reverse proxy does not forward and reads the facts the
     /// decision needs.
     fn request_filter(&self, request: &RequestParts) -> Result<RequestFacts, ProxyError> {
-        if request.method == Method::CONNECT && request.version == Version::HTTP_2 {
+        if request.method == Method::CONNECT {
             // RFC 9110 §15.6.2: 501 for a method the server does not support for any
-            // resource. Over HTTP/2 a CONNECT is a tunnel (RFC 9113 §8.5); WebSocket over
-            // HTTP/2 (RFC 8441's extended CONNECT) is not offered, so a `:protocol` request
-            // never gets here: h2 resets it as malformed.
+            // resource, as HAProxy's and nginx's reverse proxies do not tunnel either. Over
+            // HTTP/2 a CONNECT is a tunnel (RFC 9113 §8.5); WebSocket over HTTP/2 (RFC 8441's
+            // extended CONNECT) is not offered, so a `:protocol` request never gets here: h2
+            // resets it as malformed.
             return Err(ProxyError::Refused {
                 status: StatusCode::NOT_IMPLEMENTED,
-                reason: "CONNECT over HTTP/2 (a tunnel, or RFC 8441 WebSocket) is not served",
-            });
-        }
-        if request.method == Method::CONNECT {
-            return Err(ProxyError::BadRequest {
-                reason: "CONNECT is not served by a reverse proxy",
+                reason: if request.version == Version::HTTP_2 {
+                    "CONNECT over HTTP/2 (a tunnel, or RFC 8441 WebSocket) is not served"
+                } else {
+                    "CONNECT (a tunnel) is not served by a reverse proxy"
+                },
             });
         }
         check_head_size(request, self.max_head)?;

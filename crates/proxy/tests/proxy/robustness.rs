@@ -25,7 +25,7 @@ async fn garbage_gets_400_and_the_connection_closed() {
 }
 
 #[tokio::test]
-async fn connect_requests_get_400() {
+async fn connect_requests_get_501() {
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;
     let raw = raw_exchange(
@@ -35,7 +35,9 @@ async fn connect_requests_get_400() {
     )
     .await;
     let text = String::from_utf8_lossy(&raw);
-    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    // RFC 9110 §15.6.2, as over HTTP/2; the origin never sees it.
+    assert!(text.starts_with("HTTP/1.1 501"), "{text}");
+    assert_eq!(origin.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
