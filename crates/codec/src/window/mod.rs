@@ -72,6 +72,10 @@ pub enum BlockEnd {
 /// deflate stream. Unlike [`crate::Encoder`], a call may keep input for later
 /// ([`BlockEnd::Open`]) and output need not end on a byte boundary; the flush modes of
 /// [`BlockEnd`] say what a call guarantees.
+///
+/// A clone is an independent copy of the stream at that point (zlib's `deflateCopy`): history,
+/// tables, pending input and bits; both go on as the original would.
+#[derive(Clone)]
 pub struct WindowedEncoder {
     level: Level,
     history: History,
