@@ -7,6 +7,8 @@
 #     ZIPWIRE_ZLIB_ADAPT=1;
 #   - nginx (one worker, pinned to one core) with gzip_comp_level 1 and 6 serving the
 #     haproxy.org page to wrk, 500 connections: preloaded against the system zlib.
+# then the issue's bar, computed from those rows (throughput and client CPU against the system
+# zlib and plain scp, ratio, adaptive on compressed data, nginx level 1).
 #
 # Environment (defaults in brackets):
 #   SIZE [100000000]   bytes per scp transfer (the slice of large/, repeated if shorter)
@@ -117,45 +119,85 @@ CONF
     [ "$3" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
     ip netns exec "$NS_B" env "${env[@]}" /usr/sbin/sshd -D -f "$TMP/sshd_$1" -E "$TMP/sshd_$1.log" &
     PIDS+=($!)
+    SSHD_PID[$1]=$!
 }
+declare -A SSHD_PID RESULT
 start_sshd 2201 0 0
 start_sshd 2202 1 0
 start_sshd 2203 1 1
 sleep 1
 
-# One scp upload (the client compresses; the server decompresses): MB/s and ssh's factor.
-scp_run() { # label, port, file, compress (0/1), preload (0/1), adapt (0/1)
+# CPU seconds of an sshd's finished sessions: its reaped children's user + system time
+# (/proc/PID/stat fields 16 and 17, in clock ticks).
+sshd_cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($14 + $15) / hz }' "/proc/$1/stat"
+}
+
+# One scp upload (the client compresses; the server decompresses): MB/s, ssh's factor, and the
+# CPU both ends spent per MB of input (client: scp and its ssh; server: the sshd session).
+scp_run() { # key, label, port, file, compress (0/1), preload (0/1), adapt (0/1)
     local env=() opts=()
-    [ "$4" = 1 ] && opts+=(-C)
-    [ "$5" = 1 ] && env+=("LD_PRELOAD=$LIB")
-    [ "$6" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
-    local size start end
-    size=$(stat -c %s "$3")
+    [ "$5" = 1 ] && opts+=(-C)
+    [ "$6" = 1 ] && env+=("LD_PRELOAD=$LIB")
+    [ "$7" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
+    local size start end server_before server_after
+    size=$(stat -c %s "$4")
+    server_before=$(sshd_cpu "${SSHD_PID[$3]}")
     start=$(date +%s.%N)
-    ip netns exec "$NS_A" env "${env[@]}" scp -v "${opts[@]}" -P "$2" -i "$TMP/client_key" \
+    /usr/bin/time -f '%U %S' -o "$TMP/client.time" \
+        ip netns exec "$NS_A" env "${env[@]}" scp -v "${opts[@]}" -P "$3" -i "$TMP/client_key" \
         -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
-        "$3" "root@$IP_B:/dev/null" 2> "$TMP/scp.log" || { echo "scp failed: $(tail -3 "$TMP/scp.log")" >&2; return; }
+        "$4" "root@$IP_B:/dev/null" 2> "$TMP/scp.log" || { echo "scp failed: $(tail -3 "$TMP/scp.log")" >&2; return; }
     end=$(date +%s.%N)
-    local factor
+    sleep 0.5 # the session's processes are reaped after scp returns
+    server_after=$(sshd_cpu "${SSHD_PID[$3]}")
+    local factor mbs client server data
     factor=$(grep -o 'compress outgoing: .*factor [0-9.]*' "$TMP/scp.log" | grep -o '[0-9.]*$' | tail -1 || true)
-    printf '%-12s %-16s %-32s %8.1f %8s\n' "$LINK" "$(basename "$3" .bin)" "$1" \
-        "$(echo "$size / ($end - $start) / 1000000" | bc -l)" "${factor:--}"
+    mbs=$(echo "$size / ($end - $start) / 1000000" | bc -l)
+    client=$(awk -v mb="$size" '{ printf "%.2f", ($1 + $2) * 1000 / (mb / 1000000) }' "$TMP/client.time")
+    server=$(echo "($server_after - $server_before) * 1000 / ($size / 1000000)" | bc -l)
+    data=$(basename "$4" .bin)
+    RESULT["$LINK|$data|$1|mbs"]=$mbs
+    RESULT["$LINK|$data|$1|factor"]=${factor:-1}
+    RESULT["$LINK|$data|$1|client"]=$client
+    printf '%-12s %-11s %-31s %7.1f %7s %9s %9.2f\n' "$LINK" "$data" "$2" "$mbs" "${factor:--}" \
+        "$client" "$server"
+}
+
+# The issue's bar, from one link's rows: throughput against system zlib and plain scp, ratio
+# (1/factor) against system zlib's, and the adaptive run against plain scp on compressed data.
+bar_rows() { # link
+    local l=$1
+    ratio() { echo "${RESULT[$1]:-0} / ${RESULT[$2]:-1}" | bc -l; }
+    printf '%-12s %-52s %6.2fx  (bar >= 4)\n' "$l" "scp -C library / system zlib, large, MB/s" \
+        "$(ratio "$l|large|lib|mbs" "$l|large|zlib|mbs")"
+    printf '%-12s %-52s %6.2fx  (per core)\n' "$l" "client CPU per MB, system zlib / library, large" \
+        "$(ratio "$l|large|zlib|client" "$l|large|lib|client")"
+    printf '%-12s %-52s %6.2fx  (bar >= 0.9)\n' "$l" "ratio, library / system zlib, large" \
+        "$(ratio "$l|large|zlib|factor" "$l|large|lib|factor")"
+    printf '%-12s %-52s %6.2fx  (bar >= 1.5)\n' "$l" "scp -C library / plain scp, large, MB/s" \
+        "$(ratio "$l|large|lib|mbs" "$l|large|plain|mbs")"
+    printf '%-12s %-52s %6.2fx  (bar >= 0.9)\n' "$l" "scp -C library adaptive / plain scp, compressed" \
+        "$(ratio "$l|compressed|adapt|mbs" "$l|compressed|plain|mbs")"
 }
 
 echo
-echo "scp -C upload, $SIZE bytes of large/ ($((SIZE / 3)) of incompressible/), $(nproc) cores, shared machine"
-printf '%-12s %-16s %-32s %8s %8s\n' link data method MB/s factor
+echo "scp -C upload, $SIZE bytes of large/ ($((SIZE / 3)) of incompressible/), $(nproc) cores"
+echo "(client, server: CPU ms per MB of input, of scp + ssh and of the sshd session)"
+printf '%-12s %-11s %-31s %7s %7s %9s %9s\n' link data method MB/s factor client server
 IFS=, read -ra links <<< "$LINKS"
+LINK_NAMES=()
 for mbit in "${links[@]}"; do
     set_link "$mbit"
     LINK=$([ "$mbit" = 0 ] && echo unshaped || echo "${mbit} Mbit/s")
-    scp_run "scp (no compression)" 2201 "$TMP/large.bin" 0 0 0
-    scp_run "scp -C, system zlib both ends" 2201 "$TMP/large.bin" 1 0 0
-    scp_run "scp -C, library both ends" 2202 "$TMP/large.bin" 1 1 0
-    scp_run "scp (no compression)" 2201 "$TMP/compressed.bin" 0 0 0
-    scp_run "scp -C, system zlib both ends" 2201 "$TMP/compressed.bin" 1 0 0
-    scp_run "scp -C, library both ends" 2202 "$TMP/compressed.bin" 1 1 0
-    scp_run "scp -C, library, adaptive" 2203 "$TMP/compressed.bin" 1 1 1
+    LINK_NAMES+=("$LINK")
+    scp_run plain "scp (no compression)" 2201 "$TMP/large.bin" 0 0 0
+    scp_run zlib "scp -C, system zlib both ends" 2201 "$TMP/large.bin" 1 0 0
+    scp_run lib "scp -C, library both ends" 2202 "$TMP/large.bin" 1 1 0
+    scp_run plain "scp (no compression)" 2201 "$TMP/compressed.bin" 0 0 0
+    scp_run zlib "scp -C, system zlib both ends" 2201 "$TMP/compressed.bin" 1 0 0
+    scp_run lib "scp -C, library both ends" 2202 "$TMP/compressed.bin" 1 1 0
+    scp_run adapt "scp -C, library, adaptive" 2203 "$TMP/compressed.bin" 1 1 1
 done
 
 # --- nginx gzip: preloaded against the system zlib ----------------------------------------
@@ -187,8 +229,11 @@ CONF
         -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" 2>&1 || true)
     kill "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
-    local rps alerts
+    local rps alerts key
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    key="nginx|$1|$([ "$2" = 1 ] && echo lib || echo zlib)"
+    RESULT["$key|rps"]=${rps:-0}
+    RESULT["$key|bytes"]=$gz
     alerts=$(grep -c '\[alert\]' "$TMP/nginx-error.log" 2> /dev/null || true)
     printf '%-6s %-14s %10s %8s %8.3f %7s\n' "$1" "$([ "$2" = 1 ] && echo library || echo system zlib)" \
         "${rps:--}" "$gz" "$(echo "$PAGE_SIZE / $gz" | bc -l)" "${alerts:-0}"
@@ -202,3 +247,11 @@ for level in 1 6; do
     nginx_run "$level" 0
     nginx_run "$level" 1
 done
+
+echo
+echo "against the bar (issue 25)"
+for l in "${LINK_NAMES[@]}"; do bar_rows "$l"; done
+printf '%-12s %-52s %6.2fx  (bar >= 2)\n' nginx "gzip level 1, library / system zlib, hits/s" \
+    "$(echo "${RESULT[nginx|1|lib|rps]:-0} / ${RESULT[nginx|1|zlib|rps]:-1}" | bc -l)"
+printf '%-12s %-52s %6.2fx  (bar >= 0.95)\n' nginx "gzip level 1, ratio, library / system zlib" \
+    "$(echo "${RESULT[nginx|1|zlib|bytes]:-0} / ${RESULT[nginx|1|lib|bytes]:-1}" | bc -l)"

@@ -241,18 +241,16 @@ impl State {
             return Z_MEM_ERROR;
         }
         let kind = match &self.kind {
-            // The windowed encoder cannot be copied (it is not Clone).
-            Kind::Zipwire(engine) if engine.windowed.is_some() => {
-                // SAFETY: raw came from dest's allocator and holds nothing yet.
-                unsafe { alloc::free(dest, raw.cast()) };
-                dest.state = ptr::null_mut();
-                return libz_rs_sys::Z_STREAM_ERROR;
-            }
             Kind::Zipwire(engine) => {
                 // SAFETY: dest's allocator is valid.
                 let bufs = unsafe {
                     (
-                        Buf::new(dest, engine.input.cap),
+                        // A windowed stream has no input buffer (its encoder keeps the input).
+                        if engine.input.cap == 0 {
+                            Some(Buf::EMPTY)
+                        } else {
+                            Buf::new(dest, engine.input.cap)
+                        },
                         Buf::new(dest, engine.pending.cap),
                     )
                 };
@@ -266,16 +264,20 @@ impl State {
                     }
                     return Z_MEM_ERROR;
                 };
-                // SAFETY: same capacities; distinct allocations.
+                // SAFETY: same capacities; distinct allocations; an empty input buffer (null)
+                // is not touched.
                 unsafe {
-                    ptr::copy_nonoverlapping(engine.input.ptr, input.ptr, engine.input.len);
+                    if engine.input.len > 0 {
+                        ptr::copy_nonoverlapping(engine.input.ptr, input.ptr, engine.input.len);
+                    }
                     ptr::copy_nonoverlapping(engine.pending.ptr, pending.ptr, engine.pending.cap);
                 }
                 (input.len, input.start) = (engine.input.len, engine.input.start);
                 (pending.len, pending.start) = (engine.pending.len, engine.pending.start);
                 Kind::Zipwire(Engine {
                     encoder: engine.encoder.clone(),
-                    windowed: None,
+                    // History, tables and pending bits: the copy goes on as the original.
+                    windowed: engine.windowed.clone(),
                     input,
                     pending,
                     ..*engine

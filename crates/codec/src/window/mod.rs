@@ -30,7 +30,8 @@
 //! the stateless encoder and zlib-rs on SSH-like traffic (the corpus in flushed 1-16 KB packets).
 //!
 //! The matcher, block writer and Huffman code are the stateless encoder's, given a history
-//! prefix: the same levels make the same kind of parse.
+//! prefix: the same levels make the same kind of parse, level 3 with a lighter search (8
+//! candidates, not 16: see `matcher.rs`).
 //!
 //! Output is raw deflate (RFC 1951): the caller writes any zlib or gzip framing and checksum.
 
@@ -72,6 +73,10 @@ pub enum BlockEnd {
 /// deflate stream. Unlike [`crate::Encoder`], a call may keep input for later
 /// ([`BlockEnd::Open`]) and output need not end on a byte boundary; the flush modes of
 /// [`BlockEnd`] say what a call guarantees.
+///
+/// A clone is an independent copy of the stream at that point (zlib's `deflateCopy`): history,
+/// tables, pending input and bits; both go on as the original would.
+#[derive(Clone)]
 pub struct WindowedEncoder {
     level: Level,
     history: History,

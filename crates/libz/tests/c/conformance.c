@@ -65,10 +65,12 @@ static int ends_with_sync(const unsigned char *out, size_t len) {
 static const int FLUSHES[] = {Z_NO_FLUSH, Z_NO_FLUSH, Z_NO_FLUSH, Z_PARTIAL_FLUSH, Z_SYNC_FLUSH,
                               Z_FULL_FLUSH, Z_BLOCK};
 
-/* Deflates data with random splits; the stream goes to *out. Returns 0 or -1. */
+/* Deflates data with random splits; the stream goes to *out. A stream copied mid-way
+ * (deflateCopy) goes on in both: the original's stream goes to *twin. Returns 0 or -1. */
 static int one_stream(const unsigned char *data, size_t n, int level, int wb, int variant,
                       const unsigned char *dict, unsigned dict_len, unsigned char **out,
-                      size_t *out_len, Counter *counter) {
+                      size_t *out_len, unsigned char **twin, size_t *twin_len,
+                      Counter *counter) {
     z_stream streams[2];
     memset(streams, 0, sizeof streams);
     z_stream *s = &streams[0];
@@ -135,17 +137,28 @@ static int one_stream(const unsigned char *data, size_t n, int level, int wb, in
             len += 70000 - s->avail_out;
             param_changes++;
         }
-        if ((variant & 4) && !copied && pos > n / 2) { /* go on with a copy */
+        if ((variant & 4) && !copied && pos > n / 2) { /* copy, then both streams go on */
             copied = 1;
             ret = deflateCopy(&streams[1], s);
-            if (ret == Z_STREAM_ERROR) {
-                /* zipwire's windowed streams cannot be copied yet: said, not hidden */
-                printf("NOTE deflateCopy refused\n");
-            } else {
-                CHECK(ret == Z_OK, "deflateCopy = %d", ret);
-                deflateEnd(s); /* Z_DATA_ERROR: freed mid-stream, as zlib says */
-                s = &streams[1];
-            }
+            CHECK(ret == Z_OK, "deflateCopy = %d", ret);
+            /* The original takes the rest in one call, finishing into its own buffer; the copy
+             * goes on with the random splits. Both must inflate to the input. */
+            unsigned char *mine = malloc(len + n - pos + 70000);
+            size_t mine_len = len;
+            memcpy(mine, buf, len);
+            s->next_in = (Bytef *)data + pos; s->avail_in = (uInt)(n - pos);
+            do {
+                uInt room = 1 + rnd(70000);
+                s->next_out = mine + mine_len; s->avail_out = room;
+                ret = deflate(s, Z_FINISH);
+                CHECK(ret == Z_OK || ret == Z_STREAM_END, "original after copy = %d", ret);
+                mine_len += room - s->avail_out;
+                if (ret != Z_STREAM_END) mine = realloc(mine, mine_len + 70000);
+            } while (ret != Z_STREAM_END);
+            CHECK(s->total_in - base == n && s->total_out == mine_len, "original's totals");
+            CHECK(deflateEnd(s) == Z_OK, "deflateEnd of the original");
+            *twin = mine; *twin_len = mine_len;
+            s = &streams[1];
         }
     }
     do {
@@ -232,10 +245,10 @@ static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files
             int wb = wbs[rnd(8)], level = levels[rnd(9)], variant = (int)rnd(8);
             int use_dict = wb > 0 && wb < 16 && rnd(4) == 0;
             Counter counter = {0, 0, 0};
-            unsigned char *out;
-            size_t len;
+            unsigned char *out, *twin = NULL;
+            size_t len, twin_len = 0;
             if (one_stream(data, n, level, wb, variant, use_dict ? dict : NULL,
-                           (unsigned)dict_len, &out, &len, &counter) == 0) {
+                           (unsigned)dict_len, &out, &len, &twin, &twin_len, &counter) == 0) {
                 snprintf(path, sizeof path, "%s/s%d", dir, k);
                 FILE *o = fopen(path, "wb");
                 fwrite(out, 1, len, o);
@@ -243,6 +256,16 @@ static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files
                 fprintf(index, "s%d %d %d %d %zu %zu %zu %s\n", k, wb, use_dict, level, n,
                         len, counter.peak, files[f]);
                 free(out);
+                if (twin) { /* the original of a copied stream */
+                    snprintf(path, sizeof path, "%s/s%dorig", dir, k);
+                    o = fopen(path, "wb");
+                    fwrite(twin, 1, twin_len, o);
+                    fclose(o);
+                    fprintf(index, "s%dorig %d %d %d %zu %zu %zu %s\n", k, wb, use_dict, level,
+                            n, twin_len, counter.peak, files[f]);
+                    printf("copied s%d wb %d level %d\n", k, wb, level);
+                    free(twin);
+                }
             } else {
                 printf("  at %s level %d wb %d variant %d seed %llu\n", files[f], level, wb,
                        variant, (unsigned long long)seed);
