@@ -34,6 +34,7 @@
 //! | `zipwire_proxy_cache_stores_total` | counter | [`Snapshot::cache`]: `stores` |
 //! | `zipwire_proxy_cache_evictions_total` | counter | [`Snapshot::cache`]: `evictions` |
 //! | `zipwire_proxy_cache_invalidations_total` | counter | [`Snapshot::cache`]: `invalidations` |
+//! | `zipwire_proxy_cache_coalesced_total` | counter | [`Snapshot::cache`]: `coalesced` |
 //! | `zipwire_proxy_cache_bytes` | gauge | [`Snapshot::cache`]: `bytes_held` |
 //! | `zipwire_proxy_cache_recompressions_total` | counter | [`Snapshot::cache`]: `recompressions` |
 //! | `zipwire_proxy_cache_encoder_seconds_saved_total` | counter | [`Snapshot::cache`]: `encoder_seconds_saved` |
@@ -225,7 +226,7 @@ fn render(snapshot: &Snapshot) -> String {
         }
     }
     let cache = &snapshot.cache;
-    let cached: [(&str, &str, Kind, Value); 9] = [
+    let cached: [(&str, &str, Kind, Value); 10] = [
         (
             "zipwire_proxy_cache_hits_total",
             "Requests answered from the cache without the origin.",
@@ -261,6 +262,12 @@ fn render(snapshot: &Snapshot) -> String {
             "Keys dropped by purges and unsafe methods.",
             Kind::Counter,
             Value::Int(cache.invalidations),
+        ),
+        (
+            "zipwire_proxy_cache_coalesced_total",
+            "Misses that waited for another request filling the same key.",
+            Kind::Counter,
+            Value::Int(cache.coalesced),
         ),
         (
             "zipwire_proxy_cache_bytes",
@@ -572,6 +579,7 @@ mod tests {
             )]),
             cache: crate::CacheStats {
                 hits: 900,
+                coalesced: 7,
                 bytes_held: 1 << 20,
                 encoder_seconds_saved: 0.5,
                 ..crate::CacheStats::default()
@@ -587,6 +595,7 @@ mod tests {
             ("zipwire_proxy_responses_compressed_total", None, 600.0),
             ("zipwire_proxy_cache_hits_total", None, 900.0),
             ("zipwire_proxy_cache_misses_total", None, 0.0),
+            ("zipwire_proxy_cache_coalesced_total", None, 7.0),
             ("zipwire_proxy_cache_bytes", None, 1_048_576.0),
             ("zipwire_proxy_cache_encoder_seconds_saved_total", None, 0.5),
             ("zipwire_proxy_responses_decompressed_total", None, 3.0),
@@ -666,7 +675,7 @@ mod tests {
     fn empty_snapshot_has_every_family() {
         let text = Snapshot::default().to_prometheus();
         let samples = parse(&text);
-        assert_eq!(text.matches("# TYPE ").count(), 32);
+        assert_eq!(text.matches("# TYPE ").count(), 33);
         // Every error series is there at 0 before the first error.
         let errors = samples
             .iter()

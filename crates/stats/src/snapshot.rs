@@ -88,6 +88,10 @@ pub struct CacheStats {
     pub evictions: u64,
     /// Keys dropped by purges and unsafe methods (counter).
     pub invalidations: u64,
+    /// Misses that waited for another request filling the same key instead of asking the
+    /// origin at once (counter).
+    #[serde(default)]
+    pub coalesced: u64,
     /// Bytes held: bodies, headers and index (gauge).
     pub bytes_held: u64,
     /// Variants recompressed at the best level (counter).

@@ -11,10 +11,14 @@
 //! ([`revalidate`]), so it never serves what the origin would not; `fresh` serves a fresh
 //! entry without asking (nginx `proxy_cache`, Varnish) and revalidates stale ones.
 //!
-//! The cache is off unless configured: in `revalidate` mode a miss waits for the whole body
-//! (up to [`CacheSettings::max_object`]) before the client gets any of it, and the origin sees
-//! conditional requests it did not see before, so turning it on is the operator's choice.
+//! A miss streams to its client as it would without a cache and is stored once its body has
+//! ended as framed ([`fill`]); the other requests that miss the same key meanwhile wait for
+//! it (up to [`CacheSettings::lock_timeout`]) instead of asking the origin too.
+//!
+//! The cache is off unless configured: the origin sees conditional requests it did not see
+//! before, and fewer requests, so turning it on is the operator's choice.
 
+pub(crate) mod fill;
 pub(crate) mod key;
 pub(crate) mod policy;
 pub(crate) mod purge;
@@ -27,7 +31,7 @@ pub(crate) mod variant;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::counters::Counters;
 
@@ -84,8 +88,9 @@ impl fmt::Debug for Clock {
 pub struct CacheSettings {
     /// Off (the default), revalidate or fresh.
     pub mode: CacheMode,
-    /// The largest body stored, in bytes (nginx `proxy_cache_max_range_offset` has no match;
-    /// Varnish has none). Default 8 MiB. Bodies of unknown length are not stored.
+    /// The largest body stored, in bytes. Default 8 MiB. A body of unknown length (chunked)
+    /// is copied as it streams and dropped from the cache once it grows past this; one that
+    /// ends only when the connection closes is not stored.
     pub max_object: u64,
     /// The memory the cache may hold, every stored byte and the index counted (nginx
     /// `keys_zone` plus `max_size`, Varnish `-s malloc,SIZE`). Default 128 MiB.
@@ -95,6 +100,10 @@ pub struct CacheSettings {
     pub store_set_cookie: bool,
     /// Recompress stored variants at the best levels in the background (default on).
     pub recompress: bool,
+    /// How long a request that misses waits for another request already filling the same
+    /// key before it asks the origin itself (nginx `proxy_cache_lock_timeout`). Default 5 s;
+    /// zero turns the coalescing off.
+    pub lock_timeout: Duration,
     /// The clock ages are read from.
     pub clock: Clock,
 }
@@ -107,6 +116,7 @@ impl Default for CacheSettings {
             max_memory: 128 << 20,
             store_set_cookie: false,
             recompress: true,
+            lock_timeout: Duration::from_secs(5),
             clock: Clock::system(),
         }
     }
@@ -134,6 +144,9 @@ pub struct CacheCounters {
     pub encoder_micros_saved: AtomicU64,
     /// Keys dropped by purge requests or by unsafe methods (RFC 9111 §4.4).
     pub invalidations: AtomicU64,
+    /// Misses that waited for another request filling the same key instead of asking the
+    /// origin at once.
+    pub coalesced: AtomicU64,
 }
 
 impl CacheCounters {
@@ -147,6 +160,8 @@ impl CacheCounters {
 pub(crate) struct Cache {
     pub(crate) settings: CacheSettings,
     pub(crate) store: store::Store,
+    /// The keys being filled now, and who waits for them.
+    pub(crate) filling: Arc<fill::Filling>,
     pub(crate) counters: Arc<Counters>,
     /// The upstream never sees `Accept-Encoding` (offload mode), so it is no selecting field.
     pub(crate) offload: bool,
@@ -165,6 +180,7 @@ impl Cache {
         Some(Cache {
             settings: settings.clone(),
             store: store::Store::new(settings.max_memory, settings.max_object),
+            filling: Arc::default(),
             counters,
             offload,
         })

@@ -181,8 +181,22 @@ pub(crate) enum NotStored {
     VaryStar,
     /// Neither fresh for a while nor revalidatable: nothing to gain.
     NoFreshnessNorValidator,
-    /// Over `cache.max_object`, or of unknown length.
+    /// Over `cache.max_object`.
     Size,
+    /// Delimited by the closing of the connection, where a cut looks like an end.
+    Unframed,
+}
+
+/// What a response's framing says of its body's length (RFC 9112 §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Length {
+    /// `Content-Length`.
+    Known(u64),
+    /// Chunked, or an HTTP/2 stream: the framing marks the end; the size is checked as the
+    /// body streams.
+    Framed,
+    /// Neither: the body ends when the connection closes.
+    UntilClose,
 }
 
 /// The status codes this cache understands and stores (§3: "understood"); 206 and 304 are
@@ -196,13 +210,13 @@ fn understood(status: StatusCode) -> bool {
 
 /// Whether a shared cache may store the response to `method` with these heads (RFC 9111 §3,
 /// §3.5), given the largest body it keeps and whether `Set-Cookie` responses may be kept.
-/// `length` is the body's declared length.
+/// `length` is what the framing says of the body.
 pub(crate) fn storable(
     method: &Method,
     request: &HeaderMap,
     status: StatusCode,
     response: &HeaderMap,
-    length: Option<u64>,
+    length: Length,
     max_object: u64,
     store_set_cookie: bool,
 ) -> Result<(), NotStored> {
@@ -241,8 +255,9 @@ pub(crate) fn storable(
         return Err(NotStored::NoFreshnessNorValidator);
     }
     match length {
-        Some(length) if length <= max_object => Ok(()),
-        _ => Err(NotStored::Size),
+        Length::Known(length) if length > max_object => Err(NotStored::Size),
+        Length::Known(_) | Length::Framed => Ok(()),
+        Length::UntilClose => Err(NotStored::Unframed),
     }
 }
 
@@ -282,12 +297,22 @@ pub(crate) fn initial_age(headers: &HeaderMap, response_time: SystemTime) -> Dur
         .and_then(|value| date(value.as_bytes()))
         .and_then(|date| response_time.duration_since(date).ok())
         .unwrap_or(Duration::ZERO);
-    let age = headers
-        .get(AGE)
-        .and_then(|value| delta_seconds(list::trim_ows(value.as_bytes())))
-        .map_or(Duration::ZERO, Duration::from_secs);
+    let mut lines = headers.get_all(AGE).iter();
+    let age = match (lines.next(), lines.next()) {
+        (None, _) => Duration::ZERO,
+        (Some(line), None) => {
+            delta_seconds(list::trim_ows(line.as_bytes())).map_or(UNKNOWN_AGE, Duration::from_secs)
+        }
+        (Some(_), Some(_)) => UNKNOWN_AGE,
+    };
     apparent.max(age)
 }
+
+/// The age of a response whose `Age` is not one non-negative integer (a list, a sign, a
+/// fraction, a parameter): older than any freshness lifetime (RFC 9111 §1.2.2's largest
+/// delta-seconds), so it is revalidated before use. RFC 9111 §5.1 lets a cache ignore such
+/// a field instead, which would serve a response of unknown age as new.
+const UNKNOWN_AGE: Duration = Duration::from_secs(1 << 31);
 
 /// An HTTP-date (RFC 9110 §5.6.7, all three formats).
 pub(crate) fn date(value: &[u8]) -> Option<SystemTime> {
@@ -334,7 +359,7 @@ mod tests {
             &heads(request),
             StatusCode::from_u16(status).expect("valid"),
             &heads(response),
-            Some(100),
+            Length::Known(100),
             1000,
             false,
         )
@@ -482,7 +507,7 @@ mod tests {
             &HeaderMap::new(),
             StatusCode::OK,
             &heads(&[("cache-control", "max-age=60")]),
-            Some(1),
+            Length::Known(1),
             10,
             false,
         );
@@ -493,13 +518,19 @@ mod tests {
             &HeaderMap::new(),
             StatusCode::OK,
             &cookie,
-            Some(1),
+            Length::Known(1),
             10,
             true,
         );
         assert_eq!(opted_in, Ok(()));
         let ok = heads(&[("cache-control", "max-age=60")]);
-        for length in [None, Some(11)] {
+        let cases = [
+            (Length::Known(11), Err(NotStored::Size)),
+            (Length::Known(10), Ok(())),
+            (Length::Framed, Ok(())),
+            (Length::UntilClose, Err(NotStored::Unframed)),
+        ];
+        for (length, expected) in cases {
             let sized = storable(
                 &http::Method::GET,
                 &HeaderMap::new(),
@@ -509,7 +540,7 @@ mod tests {
                 10,
                 false,
             );
-            assert_eq!(sized, Err(NotStored::Size), "{length:?}");
+            assert_eq!(sized, expected, "{length:?}");
         }
     }
 
@@ -588,7 +619,12 @@ mod tests {
             age(&[("date", "Tue, 15 Nov 1994 08:12:31 GMT"), ("age", "30")]),
             Duration::from_secs(30)
         );
-        assert_eq!(age(&[("age", "bad")]), Duration::ZERO);
+        for bad in ["bad", "-1", "7200.0", "0, 0", "1;x=y"] {
+            assert_eq!(age(&[("age", bad)]), UNKNOWN_AGE, "{bad}");
+        }
+        assert_eq!(age(&[("age", "0"), ("age", "0")]), UNKNOWN_AGE);
+        let lifetime = Duration::from_secs(u64::from(u32::MAX));
+        assert!(!is_fresh(lifetime, UNKNOWN_AGE, &RequestRules::default()));
     }
 
     #[test]

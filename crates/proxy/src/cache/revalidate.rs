@@ -5,7 +5,8 @@
 use std::time::SystemTime;
 
 use http::header::{
-    HeaderMap, HeaderValue, CONTENT_LENGTH, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
+    HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, ETAG,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
 };
 
 use crate::cache::policy;
@@ -61,7 +62,7 @@ pub(crate) fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: boo
 pub(crate) fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime) -> Entry {
     let mut headers = entry.headers.clone();
     for name in not_modified.keys() {
-        if name == CONTENT_LENGTH {
+        if describes_stored_body(name) {
             continue;
         }
         headers.remove(name);
@@ -75,6 +76,13 @@ pub(crate) fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime
     updated.response_time = now;
     updated.headers = headers;
     updated
+}
+
+/// Fields a 304 does not update (RFC 9111 §3.2): they describe the stored body itself (its
+/// length, its coding, the range it holds, its digest), which the 304 did not replace.
+fn describes_stored_body(name: &http::header::HeaderName) -> bool {
+    [CONTENT_LENGTH, CONTENT_ENCODING, CONTENT_RANGE].contains(name)
+        || name.as_str().eq_ignore_ascii_case("content-md5")
 }
 
 /// Whether the client's own conditional holds for the response it would get (RFC 9110
@@ -164,6 +172,8 @@ mod tests {
             ("x-v", "1"),
             ("x-v", "2"),
             ("content-length", "1"),
+            ("content-encoding", "gzip"),
+            ("content-md5", "a"),
         ]);
         assert!(freshens(&stored, &heads(&[("etag", "\"s\"")]), true));
         assert!(!freshens(&stored, &heads(&[("etag", "\"c\"")]), false));
@@ -175,10 +185,19 @@ mod tests {
             ("x-v", "3"),
             ("cache-control", "max-age=7"),
             ("content-length", "0"),
+            ("content-encoding", "br"),
+            ("content-md5", "b"),
+            ("content-range", "bytes 0-0/1"),
         ]);
         let new = freshened(&stored, &update, now);
         assert_eq!(new.headers.get_all("x-v").iter().collect::<Vec<_>>(), ["3"]);
         assert_eq!(new.headers["content-length"], "1");
+        assert_eq!(
+            new.headers["content-encoding"], "gzip",
+            "the stored body's coding"
+        );
+        assert_eq!(new.headers["content-md5"], "a");
+        assert!(!new.headers.contains_key("content-range"));
         assert_eq!(new.headers["etag"], "\"s\"");
         assert_eq!(new.lifetime, Duration::from_secs(7));
         assert_eq!(new.response_time, now);

@@ -1,11 +1,11 @@
-//! The cache on the request path: what a request may use ([`Cache::lookup`]), what the
-//! origin's answer does to the store ([`Cache::after_upstream`]), and the response made from
-//! a stored entry ([`Cache::serve`]).
+//! The cache on the request path: what a request may use ([`Cache::lookup`]), the wait for
+//! a fill of the same key ([`Cache::join_fill`]), what the origin's answer does to the store
+//! ([`Cache::after_upstream`]), and the response made from a stored entry ([`Cache::serve`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG, IF_MATCH,
     IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE,
@@ -13,12 +13,13 @@ use http::header::{
 };
 use http::request::Parts;
 use http::{Method, Response, StatusCode, Version};
-use http_body_util::BodyExt;
+use http_body::Body;
 use tracing::debug;
 use zipwire_codec::Limits;
 
+use crate::cache::fill::{Fill, FillLock, Turn};
 use crate::cache::key::{self, Selected};
-use crate::cache::policy::{self, RequestRules};
+use crate::cache::policy::{self, Length, RequestRules};
 use crate::cache::revalidate;
 use crate::cache::store::{Entry, StoredBody, Variant};
 use crate::cache::{variant, Cache, CacheCounters, CacheMode};
@@ -54,16 +55,17 @@ pub(crate) struct Use {
     client_tags: bool,
     /// The stored validators went upstream.
     conditional: bool,
+    /// This request fills the key for others waiting on it.
+    lock: Option<FillLock>,
 }
 
 /// What to do once the origin answered.
 pub(crate) enum After {
-    /// Forward its response as without a cache.
-    Forward(Response<UpstreamBody>),
-    /// Answer from this entry (stored or freshened just now).
+    /// Forward its response as without a cache; a storable one with the [`Fill`] its body
+    /// feeds on the way.
+    Forward(Response<UpstreamBody>, Option<Fill>),
+    /// Answer from this entry (freshened just now).
     Serve(String, Arc<Entry>),
-    /// The body failed before the client got anything: nothing was stored.
-    Failed(ProxyError),
 }
 
 /// A response made from an entry.
@@ -116,7 +118,33 @@ impl Cache {
             rules,
             client_tags: headers.contains_key(IF_NONE_MATCH),
             conditional: false,
+            lock: None,
         })
+    }
+
+    /// For a GET that found nothing stored: leads the fill of its key, or, when another
+    /// request fills it already, waits for that one to end (at most `lock_timeout`) and looks
+    /// again. A request waits once at most.
+    pub(crate) async fn join_fill(&self, lookup: Lookup, request: &Parts) -> Lookup {
+        let Lookup::Use(mut using) = lookup else {
+            return lookup;
+        };
+        let timeout = self.settings.lock_timeout;
+        if using.entry.is_some() || request.method != Method::GET || timeout.is_zero() {
+            return Lookup::Use(using);
+        }
+        match self.filling.turn(&using.key) {
+            Turn::Lead(lock) => {
+                using.lock = Some(lock);
+                Lookup::Use(using)
+            }
+            Turn::Wait(mut done) => {
+                CacheCounters::bump(&self.counters.cache.coalesced);
+                // An error is the leader gone, which is the signal; the timeout, a slow fill.
+                let _ = tokio::time::timeout(timeout, done.changed()).await;
+                self.lookup(request)
+            }
+        }
     }
 
     /// In `fresh` mode, the entry to answer with without asking the origin, counted as a hit.
@@ -146,18 +174,19 @@ impl Cache {
         }
     }
 
-    /// Stores, freshens or invalidates after the origin answered `request`.
-    pub(crate) async fn after_upstream(
-        &self,
+    /// Freshens or invalidates after the origin answered `request`, and for a storable
+    /// response sets up the [`Fill`] that stores it once its body has streamed.
+    pub(crate) fn after_upstream(
+        self: &Arc<Self>,
         lookup: Lookup,
         request: &Parts,
         response: Response<UpstreamBody>,
     ) -> After {
         let using = match lookup {
-            Lookup::Bypass => return After::Forward(response),
+            Lookup::Bypass => return After::Forward(response, None),
             Lookup::Invalidate { key } => {
                 self.invalidate(&key, response.status(), response.headers());
-                return After::Forward(response);
+                return After::Forward(response, None);
             }
             Lookup::Use(using) => using,
         };
@@ -174,7 +203,7 @@ impl Cache {
                     return After::Serve(using.key, updated);
                 }
             }
-            return After::Forward(response);
+            return After::Forward(response, None);
         }
         CacheCounters::bump(&self.counters.cache.misses);
         if request.method == Method::HEAD {
@@ -186,20 +215,14 @@ impl Cache {
                     self.account();
                 }
             }
-            return After::Forward(response);
+            return After::Forward(response, None);
         }
-        let length = response
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|text| text.parse::<u64>().ok())
-            .filter(|_| !response.headers().contains_key(TRANSFER_ENCODING));
         let admitted = policy::storable(
             &request.method,
             &request.headers,
             status,
             response.headers(),
-            length,
+            length(&response),
             self.settings.max_object,
             self.settings.store_set_cookie,
         );
@@ -210,41 +233,35 @@ impl Cache {
             if using.entry.is_some() && self.store.remove(&using.key) {
                 self.account();
             }
-            return After::Forward(response);
+            return After::Forward(response, None);
         }
-        let (mut head, body) = response.into_parts();
-        let bytes = match read_whole(body, length.unwrap_or(0)).await {
-            Ok(bytes) => bytes,
-            Err(error) => return After::Failed(error),
-        };
-        forward::strip_hop_by_hop(&mut head.headers);
-        let (directives, _) = policy::response_directives(&head.headers);
+        let mut headers = response.headers().clone();
+        forward::strip_hop_by_hop(&mut headers);
+        let (directives, _) = policy::response_directives(&headers);
         for name in &directives.private_fields {
-            head.headers.remove(name);
+            headers.remove(name);
         }
         let now = self.settings.clock.now();
-        let entry = Arc::new(Entry {
+        let entry = Entry {
             status,
-            selected: Selected::new(&head.headers, &request.headers, self.offload),
+            selected: Selected::new(&headers, &request.headers, self.offload),
             response_time: now,
-            initial_age: policy::initial_age(&head.headers, now),
-            lifetime: policy::freshness_lifetime(&head.headers, now),
+            initial_age: policy::initial_age(&headers, now),
+            lifetime: policy::freshness_lifetime(&headers, now),
             shared_with_credentials: directives.public
                 || directives.must_revalidate
                 || directives.s_maxage.is_some(),
-            body: StoredBody {
-                length: bytes.len() as u64,
-                crc: crc32fast::hash(&bytes),
-                as_sent: Some(bytes),
-                variants: Vec::new(),
-            },
-            headers: head.headers,
+            body: StoredBody::default(),
+            headers,
             hits: Arc::default(),
-        });
-        self.store.put(using.key.clone(), entry.clone());
-        CacheCounters::bump(&self.counters.cache.stores);
-        self.account();
-        After::Serve(using.key, entry)
+        };
+        let mut fill = Fill::new(self.clone(), using.key, entry, using.lock);
+        if response.body().is_end_stream() {
+            // Nothing to stream (a 204, an empty body): stored now.
+            fill.end();
+            return After::Forward(response, None);
+        }
+        After::Forward(response, Some(fill))
     }
 
     /// §4.4: a non-error response to an unsafe method invalidates its target and the
@@ -283,7 +300,7 @@ impl Cache {
         let mut response = ResponseFacts::from_parts(entry.status, &entry.headers);
         let mut decision = decide(facts, &response, encoders.rules);
         let stored = match decision {
-            Decision::Compress { coding, .. } => entry.body.variant(coding).cloned(),
+            Decision::Compress { coding, .. } => self.stored_variant(key, entry, request, coding),
             _ => None,
         };
         if stored.is_none() && encoders.exhausted {
@@ -372,6 +389,25 @@ impl Cache {
         })
     }
 
+    /// The variant of `entry` in `coding`: stored with it, or added since `entry` was looked
+    /// up (the requests that waited for one fill all look up the entry without variants; the
+    /// first of them to be served adds one, and the others use it instead of compressing).
+    fn stored_variant(
+        &self,
+        key: &str,
+        entry: &Arc<Entry>,
+        request: &Parts,
+        coding: crate::decide::negotiate::Coding,
+    ) -> Option<Variant> {
+        if let Some(variant) = entry.body.variant(coding) {
+            return Some(variant.clone());
+        }
+        let current = self.store.find(key, &request.headers)?;
+        let same = current.body.length == entry.body.length && current.body.crc == entry.body.crc;
+        same.then(|| current.body.variant(coding).cloned())
+            .flatten()
+    }
+
     /// Compresses the entry in `coding` with the request-path encoder and stores the variant
     /// beside the others (the bytes as sent are dropped once a variant exists: a client
     /// without a coding gets one decoded).
@@ -400,15 +436,22 @@ impl Cache {
     }
 }
 
-/// The whole body of a response declared `length` long; an error of the upstream (cut,
-/// silent) is the client's 502 or 504, and nothing is stored.
-async fn read_whole(mut body: UpstreamBody, length: u64) -> Result<Bytes, ProxyError> {
-    let mut out = BytesMut::with_capacity(usize::try_from(length).unwrap_or(0));
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|error| error.into_proxy_error())?;
-        if let Ok(data) = frame.into_data() {
-            out.extend_from_slice(&data);
-        }
+/// What the framing of `response` says of its body's length (RFC 9112 §6.3): a transfer
+/// coding overrides a `Content-Length`; an HTTP/2 stream always ends where it says.
+fn length(response: &Response<UpstreamBody>) -> Length {
+    if response.body().is_end_stream() {
+        return Length::Known(0);
     }
-    Ok(out.freeze())
+    let headers = response.headers();
+    if headers.contains_key(TRANSFER_ENCODING) || response.version() == Version::HTTP_2 {
+        return Length::Framed;
+    }
+    match headers.get(CONTENT_LENGTH) {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.parse::<u64>().ok())
+            .map_or(Length::UntilClose, Length::Known),
+        None => Length::UntilClose,
+    }
 }

@@ -47,7 +47,7 @@ pub(crate) struct Entry {
 /// A stored body: as the upstream sent it, or, for a response the proxy compresses, one
 /// variant per coding produced so far (the identity bytes are not kept: a client without a
 /// stored coding gets a variant decoded).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct StoredBody {
     pub(crate) as_sent: Option<Bytes>,
     pub(crate) variants: Vec<Variant>,

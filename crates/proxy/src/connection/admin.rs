@@ -101,6 +101,7 @@ impl AdminState {
                 stores: load(&c.cache.stores),
                 evictions: load(&c.cache.evictions),
                 invalidations: load(&c.cache.invalidations),
+                coalesced: load(&c.cache.coalesced),
                 bytes_held: load(&c.cache.bytes_held),
                 recompressions: load(&c.cache.recompressions),
                 encoder_seconds_saved: load(&c.cache.encoder_micros_saved) as f64 / 1e6,

@@ -20,6 +20,7 @@ use http::{Method, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tracing::{info, Span};
 
+use crate::cache::fill::Fill;
 use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
 use crate::decide::negotiate::Coding;
@@ -94,7 +95,7 @@ impl ResponseBody {
     }
 
     /// The upstream body, passed as it is.
-    pub(crate) fn pass(upstream: UpstreamBody, log: AccessLog) -> ResponseBody {
+    pub(crate) fn pass(upstream: UpstreamBody, mut log: AccessLog) -> ResponseBody {
         ResponseBody::new(Stream::Pass(log.counted(upstream)), log)
     }
 
@@ -330,6 +331,8 @@ pub(crate) struct AccessLog {
     permit: Option<Permit>,
     /// Whether the line is written (the counters are kept either way).
     write_line: bool,
+    /// The cache fill the upstream body feeds, given to it when the body is made.
+    fill: Option<Fill>,
 }
 
 impl AccessLog {
@@ -356,7 +359,13 @@ impl AccessLog {
             outcome: Outcome::Dropped,
             permit: None,
             write_line: true,
+            fill: None,
         }
+    }
+
+    /// Copies the upstream body into the cache as it streams (a storable miss).
+    pub(crate) fn fill(&mut self, fill: Option<Fill>) {
+        self.fill = fill;
     }
 
     /// Keeps the counters but writes no line (`access_log = false`).
@@ -397,11 +406,12 @@ impl AccessLog {
     }
 
     /// Wraps the upstream body so that what it yields is counted.
-    fn counted(&self, inner: UpstreamBody) -> Counted<UpstreamBody> {
+    fn counted(&mut self, inner: UpstreamBody) -> Counted<UpstreamBody> {
         Counted {
             inner,
             received: self.received.clone(),
             counters: self.counters.clone(),
+            fill: self.fill.take(),
         }
     }
 
@@ -454,11 +464,13 @@ impl Drop for AccessLog {
     }
 }
 
-/// An upstream body whose data is counted as it is read.
+/// An upstream body whose data is counted as it is read, and copied into the cache when it
+/// is a storable miss: the fill ends when the body ends as framed, never on an error.
 pub(crate) struct Counted<B> {
     inner: B,
     received: Arc<AtomicU64>,
     counters: Arc<Counters>,
+    fill: Option<Fill>,
 }
 
 impl<B> Body for Counted<B>
@@ -472,13 +484,32 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                let bytes = data.len() as u64;
-                self.received.fetch_add(bytes, Ordering::Relaxed);
-                Counters::add(&self.counters.bytes_in, bytes);
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let bytes = data.len() as u64;
+                    this.received.fetch_add(bytes, Ordering::Relaxed);
+                    Counters::add(&this.counters.bytes_in, bytes);
+                    if let Some(fill) = &mut this.fill {
+                        fill.data(data);
+                    }
+                }
+                // A reader may stop at the last frame without polling for the end.
+                if this.inner.is_end_stream() {
+                    if let Some(fill) = &mut this.fill {
+                        fill.end();
+                    }
+                }
             }
+            Poll::Ready(None) => {
+                if let Some(fill) = &mut this.fill {
+                    fill.end();
+                }
+            }
+            Poll::Ready(Some(Err(_))) => this.fill = None,
+            Poll::Pending => {}
         }
         polled
     }

@@ -186,11 +186,19 @@ impl Proxy {
             Ok(facts) => facts,
             Err(error) => return self.error_response(&error, log),
         };
-        let mut lookup = self.cache.as_ref().map(|cache| cache.lookup(&parts));
-        if let Some((cache, lookup)) = self.cache.as_ref().zip(lookup.as_ref()) {
-            if let Some((key, entry)) = cache.fresh(lookup) {
+        let mut lookup = None;
+        if let Some(cache) = &self.cache {
+            let mut found = cache.lookup(&parts);
+            let mut hit = cache.fresh(&found);
+            if hit.is_none() {
+                // Nothing fresh: wait for a fill of the same key, if one runs.
+                found = cache.join_fill(found, &parts).await;
+                hit = cache.fresh(&found);
+            }
+            if let Some((key, entry)) = hit {
                 return self.cached_response(cache, &key, &entry, &parts, &facts, log);
             }
+            lookup = Some(found);
         }
         let mut head = match self.upstream_request_filter(&parts, peer) {
             Ok(head) => head,
@@ -235,12 +243,14 @@ impl Proxy {
             Err(error) => return self.error_response(&error, log),
         };
         let response = match self.cache.as_ref().zip(lookup) {
-            Some((cache, lookup)) => match cache.after_upstream(lookup, &parts, response).await {
-                After::Forward(response) => response,
+            Some((cache, lookup)) => match cache.after_upstream(lookup, &parts, response) {
+                After::Forward(response, fill) => {
+                    log.fill(fill);
+                    response
+                }
                 After::Serve(key, entry) => {
                     return self.cached_response(cache, &key, &entry, &parts, &facts, log)
                 }
-                After::Failed(error) => return self.error_response(&error, log),
             },
             None => response,
         };

@@ -4,6 +4,7 @@
 //! origin sent.
 
 mod cache;
+mod cache_fill;
 mod codings;
 mod compression;
 mod counted_errors;

@@ -46,14 +46,14 @@ async fn a_pausing_upstream_reaches_the_client_before_it_resumes() {
 }
 
 /// A gzip response body, decoded as it arrives.
-struct Gunzipping {
+pub(crate) struct Gunzipping {
     body: hyper::body::Incoming,
     decoder: Decoder,
     plain: Vec<u8>,
 }
 
 impl Gunzipping {
-    fn new(body: hyper::body::Incoming) -> Gunzipping {
+    pub(crate) fn new(body: hyper::body::Incoming) -> Gunzipping {
         Gunzipping {
             body,
             decoder: Decoder::new(Format::Gzip),
@@ -62,7 +62,7 @@ impl Gunzipping {
     }
 
     /// Reads frames until at least `len` bytes are decoded, and returns what is decoded.
-    async fn at_least(&mut self, len: usize) -> &[u8] {
+    pub(crate) async fn at_least(&mut self, len: usize) -> &[u8] {
         while self.plain.len() < len {
             let frame = self.body.frame().await.expect("a frame").expect("no error");
             if let Ok(data) = frame.into_data() {
@@ -75,7 +75,7 @@ impl Gunzipping {
     }
 
     /// Reads the rest, which must end the gzip stream, and returns the whole body decoded.
-    async fn finish(mut self) -> Vec<u8> {
+    pub(crate) async fn finish(mut self) -> Vec<u8> {
         let rest = self.body.collect().await.expect("complete").to_bytes();
         self.decoder
             .decode_to_vec(&rest, &mut self.plain)

@@ -68,6 +68,8 @@ pub struct RawCache {
     pub store_set_cookie: Option<bool>,
     /// `recompress`: recompress stored variants at the best levels.
     pub recompress: Option<bool>,
+    /// `lock_timeout`: how long a miss waits for another filling the same key.
+    pub lock_timeout: Option<Quantity>,
 }
 
 /// `listen`: one address or a list.
@@ -307,6 +309,7 @@ impl RawConfig {
                     max_memory: top.max_memory.or(base.max_memory),
                     store_set_cookie: top.store_set_cookie.or(base.store_set_cookie),
                     recompress: top.recompress.or(base.recompress),
+                    lock_timeout: top.lock_timeout.or(base.lock_timeout),
                 }),
                 (top, base) => top.or(base),
             },

@@ -128,6 +128,11 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
     writeln!(out, "max_memory = {}", size(cache.max_memory))?;
     writeln!(out, "store_set_cookie = {}", cache.store_set_cookie)?;
     writeln!(out, "recompress = {}", cache.recompress)?;
+    writeln!(
+        out,
+        "lock_timeout = {}",
+        quote(&format_duration(cache.lock_timeout))
+    )?;
 
     writeln!(out, "\n[forwarding]")?;
     writeln!(

@@ -545,6 +545,9 @@ fn cache(raw: &RawCache) -> Result<CacheSettings, ConfigError> {
     if let Some(recompress) = raw.recompress {
         cache.recompress = recompress;
     }
+    if let Some(timeout) = &raw.lock_timeout {
+        cache.lock_timeout = duration("cache.lock_timeout", timeout)?;
+    }
     Ok(cache)
 }
 

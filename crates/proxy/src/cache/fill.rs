@@ -1,0 +1,207 @@
+//! A miss stored as it streams, and the misses of one key coalesced.
+//!
+//! A storable response goes to its client as it would without a cache (compressed on the
+//! fly, a call at a time), and the bytes the origin sends are copied into a [`Fill`] on their
+//! way (the upstream body's counter feeds it). Only when the upstream body ends as framed (its
+//! `Content-Length` reached, its last chunk read, or an HTTP/2 end of stream) is the entry
+//! stored; a body that fails, that the client abandons, or that grows past
+//! `cache.max_object` leaves nothing behind. A body of unknown length is stored when its
+//! framing says where it ends; one delimited by the closing of the connection is not, since
+//! a cut there looks like an end (RFC 9112 §6.3).
+//!
+//! While one request fills a key, other GETs that find nothing stored for it wait, up to
+//! `cache.lock_timeout`, and look again once it ends ([`Filling`]; nginx's
+//! `proxy_cache_lock`, Varnish's waiting list): a burst of misses costs the origin one
+//! response and the encoder one compression. The wait ends as soon as the leader's response
+//! turns out not to be storable (its head says so), so an uncacheable resource is not
+//! serialised; after the wait a request goes its own way and never waits twice.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use tokio::sync::watch;
+
+use crate::cache::store::{Entry, StoredBody};
+use crate::cache::{Cache, CacheCounters};
+
+/// The copy of a storable response's body on its way to the client, stored when it ends.
+pub(crate) struct Fill {
+    cache: Arc<Cache>,
+    key: String,
+    /// The entry to store, its body empty until the upstream body ends.
+    entry: Entry,
+    body: BytesMut,
+    /// More than `cache.max_object` came, or the body was stored already.
+    done: bool,
+    /// Held until the fill ends, however it ends: the waiting requests look again then.
+    _lock: Option<FillLock>,
+}
+
+impl std::fmt::Debug for Fill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fill")
+            .field("key", &self.key)
+            .field("bytes", &self.body.len())
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl Fill {
+    /// A fill of `entry` (its body left empty) for `key`, holding `lock` while it runs.
+    pub(crate) fn new(
+        cache: Arc<Cache>,
+        key: String,
+        entry: Entry,
+        lock: Option<FillLock>,
+    ) -> Fill {
+        Fill {
+            cache,
+            key,
+            entry,
+            body: BytesMut::new(),
+            done: false,
+            _lock: lock,
+        }
+    }
+
+    /// Copies bytes the upstream sent; past `cache.max_object` the fill gives up.
+    pub(crate) fn data(&mut self, bytes: &[u8]) {
+        if self.done {
+            return;
+        }
+        let limit = self.cache.settings.max_object;
+        if (self.body.len() + bytes.len()) as u64 > limit {
+            self.done = true;
+            self.body = BytesMut::new();
+            return;
+        }
+        self.body.extend_from_slice(bytes);
+    }
+
+    /// The upstream body ended as framed: stores the entry (once).
+    pub(crate) fn end(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let bytes = std::mem::take(&mut self.body).freeze();
+        let body = StoredBody {
+            length: bytes.len() as u64,
+            crc: crc32fast::hash(&bytes),
+            as_sent: Some(bytes),
+            variants: Vec::new(),
+        };
+        let entry = Arc::new(self.entry.with_body(body));
+        self.cache.store.put(self.key.clone(), entry);
+        CacheCounters::bump(&self.cache.counters.cache.stores);
+        self.cache.account();
+    }
+}
+
+/// The keys being filled now, each with the requests waiting for it.
+#[derive(Debug, Default)]
+pub(crate) struct Filling {
+    keys: Mutex<HashMap<String, Leader>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+/// The request filling a key: dropping its sender wakes the waiters.
+#[derive(Debug)]
+struct Leader {
+    id: u64,
+    done: watch::Sender<()>,
+}
+
+/// What a request that found nothing stored does.
+#[derive(Debug)]
+pub(crate) enum Turn {
+    /// Nobody fills the key: this request does, holding the lock until its fill ends.
+    Lead(FillLock),
+    /// Another request fills it: wait for it to end, then look again.
+    Wait(watch::Receiver<()>),
+}
+
+/// The lock on one key's fill; dropping it wakes the requests waiting for the key.
+#[derive(Debug)]
+pub(crate) struct FillLock {
+    filling: Arc<Filling>,
+    key: String,
+    id: u64,
+}
+
+impl Filling {
+    /// Leads the fill of `key`, or joins the requests waiting for its leader.
+    pub(crate) fn turn(self: &Arc<Self>, key: &str) -> Turn {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(leader) = keys.get(key) {
+            return Turn::Wait(leader.done.subscribe());
+        }
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (done, _) = watch::channel(());
+        keys.insert(key.to_owned(), Leader { id, done });
+        Turn::Lead(FillLock {
+            filling: self.clone(),
+            key: key.to_owned(),
+            id,
+        })
+    }
+
+    /// Keys being filled now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+impl Drop for FillLock {
+    fn drop(&mut self) {
+        let mut keys = self.filling.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if keys
+            .get(&self.key)
+            .is_some_and(|leader| leader.id == self.id)
+        {
+            // Dropping the sender ends every waiter's `changed()`.
+            keys.remove(&self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_first_request_leads_and_the_others_wake_when_it_ends() {
+        let filling = Arc::new(Filling::default());
+        let Turn::Lead(lock) = filling.turn("h /a") else {
+            panic!("the first request leads");
+        };
+        let Turn::Wait(mut first) = filling.turn("h /a") else {
+            panic!("the second waits");
+        };
+        let Turn::Wait(mut second) = filling.turn("h /a") else {
+            panic!("the third waits");
+        };
+        assert!(
+            matches!(filling.turn("h /b"), Turn::Lead(_)),
+            "keys are apart"
+        );
+        let waited = tokio::time::timeout(Duration::from_millis(50), first.changed()).await;
+        assert!(waited.is_err(), "no wake while the leader fills");
+        drop(lock);
+        for waiter in [&mut first, &mut second] {
+            let woken = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
+            assert!(woken.is_ok(), "woken when the leader ends");
+        }
+        assert_eq!(filling.len(), 0);
+        assert!(
+            matches!(filling.turn("h /a"), Turn::Lead(_)),
+            "the key is free again"
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! How the cache fills: a miss streams to its client and is stored once its body has ended
+//! as framed (chunked bodies too, close-delimited ones never), and a burst of misses for one
+//! key asks the origin once. The origin here writes raw HTTP/1.1, so the test chooses the
+//! framing and when each part leaves.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use zipwire_proxy::{CacheMode, ProxyConfig};
+
+use crate::streaming::Gunzipping;
+use crate::support::{client, fetch, gunzip, html, request, upstream, Proxy};
+
+const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
+
+/// How the origin frames its one representation.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// `Content-Length`.
+    Length,
+    /// Two chunks; the second leaves once the test adds a permit to the gate.
+    Chunked,
+    /// No length: the body ends when the origin closes the connection.
+    UntilClose,
+}
+
+/// A raw origin: one representation of `BODY_LEN` bytes, `Cache-Control` as given, answered
+/// after `delay`, counted.
+struct RawOrigin {
+    addr: std::net::SocketAddr,
+    hits: Arc<AtomicUsize>,
+    /// Lets the second chunk of a chunked answer go.
+    gate: Arc<Semaphore>,
+    task: JoinHandle<()>,
+}
+
+const BODY_LEN: usize = 40_000;
+
+impl Drop for RawOrigin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawOrigin {
+    async fn start(framing: Framing, cache_control: &'static str, delay: Duration) -> RawOrigin {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let hits = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Semaphore::new(0));
+        let (counted, opened) = (hits.clone(), gate.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (counted, opened) = (counted.clone(), opened.clone());
+                tokio::spawn(async move {
+                    answer(stream, framing, cache_control, delay, &counted, &opened).await;
+                });
+            }
+        });
+        RawOrigin {
+            addr,
+            hits,
+            gate,
+            task,
+        }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// Answers every request on one connection until the client closes it.
+async fn answer(
+    mut stream: TcpStream,
+    framing: Framing,
+    cache_control: &str,
+    delay: Duration,
+    hits: &AtomicUsize,
+    gate: &Semaphore,
+) {
+    let body = html(BODY_LEN);
+    let (first, second) = body.split_at(BODY_LEN / 2);
+    loop {
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            match stream.read(&mut byte).await {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        hits.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(delay).await;
+        let common = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncache-control: {cache_control}\r\n\
+             etag: \"v1\"\r\n"
+        );
+        let request = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        if request.contains("if-none-match: \"v1\"") {
+            let head = format!(
+                "HTTP/1.1 304 Not Modified\r\ncache-control: {cache_control}\r\n\
+                 etag: \"v1\"\r\n\r\n"
+            );
+            if !write_all(&mut stream, &[head.as_bytes()]).await {
+                return;
+            }
+            continue;
+        }
+        let sent = match framing {
+            Framing::Length => {
+                let head = format!("{common}content-length: {}\r\n\r\n", body.len());
+                write_all(&mut stream, &[head.as_bytes(), &body]).await
+            }
+            Framing::Chunked => {
+                let head = format!("{common}transfer-encoding: chunked\r\n\r\n");
+                let chunk = format!("{:x}\r\n", first.len());
+                let parts = [head.as_bytes(), chunk.as_bytes(), first];
+                if !write_all(&mut stream, &parts).await {
+                    return;
+                }
+                let Ok(permit) = gate.acquire().await else {
+                    return;
+                };
+                permit.forget();
+                let chunk = format!("\r\n{:x}\r\n", second.len());
+                write_all(&mut stream, &[chunk.as_bytes(), second, b"\r\n0\r\n\r\n"]).await
+            }
+            Framing::UntilClose => {
+                let head = format!("{common}connection: close\r\n\r\n");
+                write_all(&mut stream, &[head.as_bytes(), &body]).await;
+                return;
+            }
+        };
+        if !sent {
+            return;
+        }
+    }
+}
+
+async fn write_all(stream: &mut TcpStream, parts: &[&[u8]]) -> bool {
+    for part in parts {
+        if stream.write_all(part).await.is_err() {
+            return false;
+        }
+    }
+    stream.flush().await.is_ok()
+}
+
+async fn proxy(origin: &RawOrigin, adjust: impl FnOnce(&mut ProxyConfig)) -> Proxy {
+    Proxy::start(vec![upstream(origin.addr)], |config| {
+        config.cache.mode = CacheMode::Fresh;
+        adjust(config);
+    })
+    .await
+}
+
+fn stores(proxy: &Proxy) -> u64 {
+    proxy.stats.cache.stores.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn a_miss_streams_to_its_client_and_is_stored_once_its_body_ends() {
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let client = client();
+    let response = client
+        .request(request("GET", &proxy.url("/page"), GZIP))
+        .await
+        .expect("a response");
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let mut body = Gunzipping::new(response.into_body());
+    // The first chunk, compressed, reaches the client while the origin holds the second.
+    let first = tokio::time::timeout(Duration::from_secs(5), body.at_least(BODY_LEN / 2))
+        .await
+        .expect("the first half streams before the origin sends the rest")
+        .to_vec();
+    assert_eq!(first, html(BODY_LEN)[..BODY_LEN / 2]);
+    assert_eq!(stores(&proxy), 0, "nothing is stored before the body ends");
+    origin.gate.add_permits(1);
+    assert_eq!(body.finish().await, html(BODY_LEN));
+    assert_eq!(stores(&proxy), 1, "a chunked body is stored once it ended");
+    // The stored body answers the next clients, gzip and identity, without the origin.
+    let (parts, gzipped) = fetch(&client, "GET", &proxy.url("/page"), GZIP).await;
+    assert_eq!(parts.headers["content-encoding"], "gzip");
+    assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    let (_, plain) = fetch(&client, "GET", &proxy.url("/page"), &[]).await;
+    assert_eq!(plain, html(BODY_LEN));
+    assert_eq!(origin.hits(), 1);
+    assert_eq!(proxy.stats.cache.hits.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_body_that_ends_only_when_the_connection_closes_is_not_stored() {
+    let origin = RawOrigin::start(Framing::UntilClose, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let client = client();
+    for round in 1..=2 {
+        let (_, gzipped) = fetch(&client, "GET", &proxy.url("/page"), GZIP).await;
+        assert_eq!(
+            gunzip(&gzipped),
+            html(BODY_LEN),
+            "it reaches its client whole"
+        );
+        assert_eq!(origin.hits(), round);
+    }
+    assert_eq!(stores(&proxy), 0);
+}
+
+#[tokio::test]
+async fn a_chunked_body_past_max_object_streams_whole_and_is_not_stored() {
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |config| config.cache.max_object = 30_000).await;
+    origin.gate.add_permits(2);
+    let client = client();
+    for round in 1..=2 {
+        let (_, gzipped) = fetch(&client, "GET", &proxy.url("/page"), GZIP).await;
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN), "round {round}");
+        assert_eq!(origin.hits(), round);
+    }
+    assert_eq!(stores(&proxy), 0);
+}
+
+/// `clients` GETs of one key at once, half of them accepting gzip, each body checked; how
+/// long the burst took.
+async fn burst(proxy: &Proxy, clients: usize) -> Duration {
+    let client = client();
+    let url = proxy.url("/page");
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                let coding: &[(&str, &str)] = if i % 2 == 0 { GZIP } else { &[] };
+                fetch(&client, "GET", &url, coding).await
+            })
+        })
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let (parts, body) = task.await.expect("the client task");
+        assert_eq!(parts.status, 200);
+        let plain = match i % 2 {
+            0 => gunzip(&body),
+            _ => body.to_vec(),
+        };
+        assert_eq!(plain, html(BODY_LEN), "client {i}");
+    }
+    started.elapsed()
+}
+
+const DELAY: Duration = Duration::from_millis(300);
+
+#[tokio::test]
+async fn a_burst_of_misses_asks_the_origin_once() {
+    for mode in [CacheMode::Fresh, CacheMode::Revalidate] {
+        let origin = RawOrigin::start(Framing::Length, "max-age=60", DELAY).await;
+        let proxy = proxy(&origin, |config| config.cache.mode = mode).await;
+        burst(&proxy, 20).await;
+        let coalesced = proxy.stats.cache.coalesced.load(Ordering::SeqCst);
+        assert_eq!(coalesced, 19, "{mode:?}: the others waited for the first");
+        assert_eq!(stores(&proxy), 1, "{mode:?}");
+        let full_answers = match mode {
+            // The waiters are hits.
+            CacheMode::Fresh => 1,
+            // The waiters ask again, conditionally, and the origin's 304s are revalidations.
+            _ => {
+                let revalidations = proxy.stats.cache.revalidations.load(Ordering::SeqCst);
+                origin.hits() - revalidations as usize
+            }
+        };
+        assert_eq!(
+            full_answers, 1,
+            "{mode:?}: one full response from the origin"
+        );
+        if mode == CacheMode::Fresh {
+            assert_eq!(origin.hits(), 1);
+        }
+    }
+
+    // Without coalescing, every miss asks the origin.
+    let origin = RawOrigin::start(Framing::Length, "max-age=60", DELAY).await;
+    let proxy = proxy(&origin, |config| config.cache.lock_timeout = Duration::ZERO).await;
+    burst(&proxy, 20).await;
+    assert_eq!(origin.hits(), 20);
+    assert_eq!(proxy.stats.cache.coalesced.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn misses_of_an_uncacheable_resource_are_not_serialised() {
+    let origin = RawOrigin::start(Framing::Length, "private", DELAY).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let took = burst(&proxy, 10).await;
+    assert_eq!(origin.hits(), 10);
+    assert_eq!(stores(&proxy), 0);
+    // One after the other they would take ten delays; the waiters go as soon as the first
+    // response's head says it is not storable: about two delays.
+    assert!(took < DELAY * 5, "the burst took {took:?}");
+}
