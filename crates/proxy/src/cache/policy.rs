@@ -309,10 +309,11 @@ pub(crate) fn initial_age(headers: &HeaderMap, response_time: SystemTime) -> Dur
 }
 
 /// The age of a response whose `Age` is not one non-negative integer (a list, a sign, a
-/// fraction, a parameter): older than any freshness lifetime (RFC 9111 §1.2.2's largest
-/// delta-seconds), so it is revalidated before use. RFC 9111 §5.1 lets a cache ignore such
-/// a field instead, which would serve a response of unknown age as new.
-const UNKNOWN_AGE: Duration = Duration::from_secs(1 << 31);
+/// fraction, a parameter): older than any freshness lifetime (`max-age` stops at 2^31
+/// seconds, an `Expires` in the year 9999 is under 2^38 from now), so it is revalidated
+/// before use. RFC 9111 §5.1 lets a cache ignore such a field instead, which would serve a
+/// response of unknown age as new.
+const UNKNOWN_AGE: Duration = Duration::from_secs(1 << 40);
 
 /// An HTTP-date (RFC 9110 §5.6.7, all three formats).
 pub(crate) fn date(value: &[u8]) -> Option<SystemTime> {
@@ -620,10 +621,12 @@ mod tests {
             Duration::from_secs(30)
         );
         for bad in ["bad", "-1", "7200.0", "0, 0", "1;x=y"] {
-            assert_eq!(age(&[("age", bad)]), UNKNOWN_AGE, "{bad}");
+            let lines = [("age", bad)];
+            assert_eq!(initial_age(&heads(&lines), received), UNKNOWN_AGE, "{bad}");
         }
         assert_eq!(age(&[("age", "0"), ("age", "0")]), UNKNOWN_AGE);
-        let lifetime = Duration::from_secs(u64::from(u32::MAX));
+        let year_9999 = super::date(b"Fri, 31 Dec 9999 23:59:59 GMT").expect("a date");
+        let lifetime = year_9999.duration_since(received).expect("later");
         assert!(!is_fresh(lifetime, UNKNOWN_AGE, &RequestRules::default()));
     }
 

@@ -63,7 +63,7 @@ pub(crate) struct Use {
 pub(crate) enum After {
     /// Forward its response as without a cache; a storable one with the [`Fill`] its body
     /// feeds on the way.
-    Forward(Response<UpstreamBody>, Option<Fill>),
+    Forward(Response<UpstreamBody>, Option<Box<Fill>>),
     /// Answer from this entry (freshened just now).
     Serve(String, Arc<Entry>),
 }
@@ -261,7 +261,7 @@ impl Cache {
             fill.end();
             return After::Forward(response, None);
         }
-        After::Forward(response, Some(fill))
+        After::Forward(response, Some(Box::new(fill)))
     }
 
     /// §4.4: a non-error response to an unsafe method invalidates its target and the
@@ -364,7 +364,8 @@ impl Cache {
         if length_known {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
-        let age = entry.age(self.settings.clock.now()).as_secs();
+        // RFC 9111 §1.2.2: an age past 2^31 seconds is sent as 2^31.
+        let age = entry.age(self.settings.clock.now()).as_secs().min(1 << 31);
         headers.insert(AGE, HeaderValue::from(age));
         if revalidate::client_not_modified(&request.headers, &headers) {
             headers.remove(CONTENT_LENGTH);

@@ -332,7 +332,7 @@ pub(crate) struct AccessLog {
     /// Whether the line is written (the counters are kept either way).
     write_line: bool,
     /// The cache fill the upstream body feeds, given to it when the body is made.
-    fill: Option<Fill>,
+    fill: Option<Box<Fill>>,
 }
 
 impl AccessLog {
@@ -364,7 +364,7 @@ impl AccessLog {
     }
 
     /// Copies the upstream body into the cache as it streams (a storable miss).
-    pub(crate) fn fill(&mut self, fill: Option<Fill>) {
+    pub(crate) fn fill(&mut self, fill: Option<Box<Fill>>) {
         self.fill = fill;
     }
 
@@ -470,7 +470,7 @@ pub(crate) struct Counted<B> {
     inner: B,
     received: Arc<AtomicU64>,
     counters: Arc<Counters>,
-    fill: Option<Fill>,
+    fill: Option<Box<Fill>>,
 }
 
 impl<B> Body for Counted<B>
