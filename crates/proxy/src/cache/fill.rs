@@ -24,6 +24,7 @@ use tokio::sync::watch;
 
 use crate::cache::store::{Entry, StoredBody};
 use crate::cache::{Cache, CacheCounters};
+use crate::decide::negotiate::Coding;
 
 /// The copy of a storable response's body on its way to the client, stored when it ends.
 pub(crate) struct Fill {
@@ -34,6 +35,8 @@ pub(crate) struct Fill {
     body: BytesMut,
     /// More than `cache.max_object` came, or the body was stored already.
     done: bool,
+    /// The coding the client of the miss got, for the worker to make at the best level.
+    coding: Option<Coding>,
     /// Held until the fill ends, however it ends: the waiting requests look again then.
     _lock: Option<FillLock>,
 }
@@ -62,8 +65,15 @@ impl Fill {
             entry,
             body: BytesMut::new(),
             done: false,
+            coding: None,
             _lock: lock,
         }
+    }
+
+    /// The client of the miss gets the body compressed in `coding`: the entry asks the
+    /// background worker for that variant.
+    pub(crate) fn served_in(&mut self, coding: Coding) {
+        self.coding = Some(coding);
     }
 
     /// Copies bytes the upstream sent; past `cache.max_object` the fill gives up.
@@ -92,6 +102,7 @@ impl Fill {
             crc: crc32fast::hash(&bytes),
             as_sent: Some(bytes),
             variants: Vec::new(),
+            pending: self.coding.into_iter().collect(),
         };
         let entry = Arc::new(self.entry.with_body(body));
         self.cache.store.put(self.key.clone(), entry);

@@ -12,7 +12,7 @@
 //! entry without asking (nginx `proxy_cache`, Varnish) and revalidates stale ones.
 //!
 //! A miss streams to its client as it would without a cache and is stored once its body has
-//! ended as framed ([`fill`]); the other requests that miss the same key meanwhile wait for
+//! ended as framed ([`fill`]), and the worker makes the variant in the coding it was sent in; the other requests that miss the same key meanwhile wait for
 //! it (up to [`CacheSettings::lock_timeout`]) instead of asking the origin too.
 //!
 //! The cache is off unless configured: the origin sees conditional requests it did not see
@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::counters::Counters;
+use crate::encode::codings::Codings;
 
 /// How the proxy uses its cache (`[cache] mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,6 +164,9 @@ pub(crate) struct Cache {
     /// The keys being filled now, and who waits for them.
     pub(crate) filling: Arc<fill::Filling>,
     pub(crate) counters: Arc<Counters>,
+    /// The request path's encoders: what a variant costs there is what each hit on a stored
+    /// one saves.
+    pub(crate) codings: Codings,
     /// The upstream never sees `Accept-Encoding` (offload mode), so it is no selecting field.
     pub(crate) offload: bool,
 }
@@ -171,6 +175,7 @@ impl Cache {
     /// The cache for `settings`; `None` when its mode is off.
     pub(crate) fn new(
         settings: &CacheSettings,
+        codings: &Codings,
         counters: Arc<Counters>,
         offload: bool,
     ) -> Option<Cache> {
@@ -182,6 +187,7 @@ impl Cache {
             store: store::Store::new(settings.max_memory, settings.max_object),
             filling: Arc::default(),
             counters,
+            codings: codings.clone(),
             offload,
         })
     }

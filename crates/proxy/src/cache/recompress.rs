@@ -1,5 +1,7 @@
 //! The background worker that recompresses stored variants at the best levels (libdeflate
 //! 12 for gzip and deflate, brotli 11, zstd 19), most-hit entry first, off the request path.
+//! It also makes, at the best level, the variant in the coding a miss was streamed in, so
+//! that the first hit after it is served from memory rather than compressed again.
 //!
 //! A better variant replaces the stored one only after it decodes to the stored length and
 //! CRC-32 ([`variant::verify`]), and only if the entry it was made from is still the one
@@ -15,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use tracing::debug;
 
-use crate::cache::store::Entry;
+use crate::cache::store::{Entry, Variant};
 use crate::cache::{variant, Cache};
+use crate::encode::codings::Codings;
 use crate::encode::throttle::Throttle;
 
 /// How long the worker waits when there is nothing to do or no budget.
@@ -35,7 +38,8 @@ pub(crate) async fn run(cache: Arc<Cache>, throttle: Throttle) {
         };
         let started = Instant::now();
         let worked = entry.clone();
-        let better = tokio::task::spawn_blocking(move || recompressed(&worked)).await;
+        let codings = cache.codings.clone();
+        let better = tokio::task::spawn_blocking(move || recompressed(&worked, &codings)).await;
         let Ok(Some((new, improved))) = better else {
             continue;
         };
@@ -53,23 +57,50 @@ pub(crate) async fn run(cache: Arc<Cache>, throttle: Throttle) {
     }
 }
 
-/// The most-hit entry with a variant not yet at its best level.
+/// The most-hit entry with a variant not yet at its best level, or one to make.
 fn next(cache: &Cache) -> Option<(String, Arc<Entry>)> {
     cache
         .store
         .entries()
         .into_iter()
-        .filter(|(_, entry)| entry.body.variants.iter().any(|v| !v.best))
+        .filter(|(_, entry)| {
+            !entry.body.pending.is_empty() || entry.body.variants.iter().any(|v| !v.best)
+        })
         .max_by_key(|(_, entry)| entry.hits.load(Ordering::Relaxed))
 }
 
 /// The entry with every variant at its best level, each verified; a variant the best level
-/// does not make smaller (or that fails its check) is kept and marked done.
-/// The second value counts the variants replaced.
-fn recompressed(entry: &Entry) -> Option<(Entry, u64)> {
+/// does not make smaller (or that fails its check) is kept and marked done. A pending coding
+/// becomes a best variant, with the time the request-path encoder takes for it (what each
+/// hit on it saves). The second value counts the variants replaced or made.
+fn recompressed(entry: &Entry, codings: &Codings) -> Option<(Entry, u64)> {
     let identity = variant::identity(&entry.body).ok()?;
     let mut body = entry.body.clone();
     let mut improved = 0;
+    for coding in std::mem::take(&mut body.pending) {
+        if body.variant(coding).is_some() {
+            continue;
+        }
+        let Some(bytes) = variant::encode_best(coding, &identity) else {
+            continue;
+        };
+        if !variant::verify(&entry.body, coding, &bytes) {
+            continue;
+        }
+        let request_path = codings.encoder(coding, Some(identity.len() as u64));
+        let micros = variant::encode(request_path, &identity).map_or(0, |(_, micros)| micros);
+        body.variants.push(Variant {
+            coding,
+            bytes,
+            best: true,
+            micros,
+        });
+        improved += 1;
+    }
+    if !body.variants.is_empty() {
+        // A client without a stored coding gets a variant decoded.
+        body.as_sent = None;
+    }
     for stored in body.variants.iter_mut().filter(|v| !v.best) {
         stored.best = true;
         let Some(bytes) = variant::encode_best(stored.coding, &identity) else {

@@ -140,6 +140,7 @@ mod tests {
             body: StoredBody {
                 as_sent: Some(bytes::Bytes::from_static(b"x")),
                 variants: Vec::new(),
+                pending: Vec::new(),
                 length: 1,
                 crc: 0,
             },

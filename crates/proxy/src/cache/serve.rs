@@ -424,6 +424,8 @@ impl Cache {
         let (bytes, micros) = variant::encode(encoder, &identity)?;
         let mut body = entry.body.clone();
         body.as_sent = None;
+        // The worker recompresses this one at the best level instead of making it anew.
+        body.pending.retain(|pending| *pending != coding);
         body.variants.push(Variant {
             coding,
             bytes: bytes.clone(),

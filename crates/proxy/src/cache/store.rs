@@ -51,6 +51,10 @@ pub(crate) struct Entry {
 pub(crate) struct StoredBody {
     pub(crate) as_sent: Option<Bytes>,
     pub(crate) variants: Vec<Variant>,
+    /// Codings a client got this response in (the miss, compressed as it streamed) that
+    /// have no stored variant yet: the background worker makes them at the best level, so
+    /// the next client in that coding gets a stored variant.
+    pub(crate) pending: Vec<Coding>,
     /// Length of the representation (decoded, for variants).
     pub(crate) length: u64,
     /// CRC-32 of the representation, to check a variant before it is swapped in.

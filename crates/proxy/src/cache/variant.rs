@@ -110,6 +110,7 @@ mod tests {
         let body = StoredBody {
             as_sent: None,
             variants: Vec::new(),
+            pending: Vec::new(),
             length: input.len() as u64,
             crc: crc32fast::hash(&input),
         };

@@ -105,6 +105,19 @@ impl Proxy {
             }
             entries
         });
+        let codings = Codings::new(
+            compression.level,
+            compression.zstd_level,
+            compression.br_level,
+            &rules.offered,
+            compression.flush.coalesce,
+        );
+        let cache = Cache::new(
+            &config.cache,
+            &codings,
+            counters.clone(),
+            compression.offload,
+        );
         Proxy {
             upstreams: Upstreams::new(
                 &config.upstreams,
@@ -112,13 +125,7 @@ impl Proxy {
                 config.down_time,
                 &config.timeouts,
             ),
-            codings: Codings::new(
-                compression.level,
-                compression.zstd_level,
-                compression.br_level,
-                &rules.offered,
-                compression.flush.coalesce,
-            ),
+            codings,
             rules,
             flush: compression.flush,
             offload: compression.offload,
@@ -129,7 +136,7 @@ impl Proxy {
             forwarded_for: config.forwarding.x_forwarded_for,
             via,
             access_log: config.access_log,
-            cache: Cache::new(&config.cache, counters.clone(), compression.offload).map(Arc::new),
+            cache: cache.map(Arc::new),
             counters,
             throttle,
             memory,
@@ -242,10 +249,11 @@ impl Proxy {
             Ok(response) => response,
             Err(error) => return self.error_response(&error, log),
         };
+        let mut cache_fill = None;
         let response = match self.cache.as_ref().zip(lookup) {
             Some((cache, lookup)) => match cache.after_upstream(lookup, &parts, response) {
                 After::Forward(response, fill) => {
-                    log.fill(fill);
+                    cache_fill = fill;
                     response
                 }
                 After::Serve(key, entry) => {
@@ -260,6 +268,12 @@ impl Proxy {
         if let Some(permit) = permit {
             log.hold(permit);
         }
+        if let Some(fill) = &mut cache_fill {
+            if let Decision::Compress { coding, .. } = decision {
+                fill.served_in(coding);
+            }
+        }
+        log.fill(cache_fill);
         let mut body =
             self.response_body_filter(decision, flush, encoder, &head, upstream_body, log);
         body.hold_first_frame(flush.delay, self.upstreams.response_timeout())

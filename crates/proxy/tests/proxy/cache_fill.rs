@@ -185,10 +185,23 @@ async fn a_miss_streams_to_its_client_and_is_stored_once_its_body_ends() {
     origin.gate.add_permits(1);
     assert_eq!(body.finish().await, html(BODY_LEN));
     assert_eq!(stores(&proxy), 1, "a chunked body is stored once it ended");
+    // The background worker makes the gzip variant the miss was streamed in, at the best
+    // level, so the first gzip hit is served from memory, not compressed again.
+    let cache = &proxy.stats.cache;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cache.recompressions.load(Ordering::SeqCst) < 1 {
+        assert!(Instant::now() < deadline, "no best variant within 20 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cache.encoder_micros_saved.load(Ordering::SeqCst), 0);
     // The stored body answers the next clients, gzip and identity, without the origin.
     let (parts, gzipped) = fetch(&client, "GET", &proxy.url("/page"), GZIP).await;
     assert_eq!(parts.headers["content-encoding"], "gzip");
     assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    assert!(
+        cache.encoder_micros_saved.load(Ordering::SeqCst) > 0,
+        "the first hit used the stored variant"
+    );
     let (_, plain) = fetch(&client, "GET", &proxy.url("/page"), &[]).await;
     assert_eq!(plain, html(BODY_LEN));
     assert_eq!(origin.hits(), 1);
