@@ -11,10 +11,10 @@
 #
 # Environment, besides proxy.sh's (DURATION, CONNS, FILES, PROXY_CPU, LOAD_CPU...):
 #   CACHE_PROXIES ["varnish haproxy haproxy-cache nginx-cache zipwire-revalidate zipwire-fresh"]
-#   WARMUP [10]   seconds left to zipwire's recompression after the warm-up requests
+#   WARMUP [40]   seconds left to zipwire's recompression after the warm-up requests
 
 CACHE_PROXIES=${CACHE_PROXIES:-"varnish haproxy haproxy-cache nginx-cache zipwire-revalidate zipwire-fresh"}
-WARMUP=${WARMUP:-10}
+WARMUP=${WARMUP:-40}
 
 # Starts one proxy of MODE=cache on PROXY_PORT, pinned to PROXY_CPU.
 start_cache_proxy() {
