@@ -7,7 +7,9 @@
 //! stored; a body that fails, that the client abandons, or that grows past
 //! `cache.max_object` leaves nothing behind. A body of unknown length is stored when its
 //! framing says where it ends; one delimited by the closing of the connection is not, since
-//! a cut there looks like an end (RFC 9112 §6.3).
+//! a cut there looks like an end (RFC 9112 §6.3). The copies in flight share a quarter of
+//! `cache.max_memory` ([`Filling::in_flight`]): a fill that would pass it gives up, so a burst
+//! of large misses cannot hold more than that on top of the cache.
 //!
 //! While one request fills a key, other GETs that find nothing stored for it wait, up to
 //! `cache.lock_timeout`, and look again once it ends ([`Filling`]; nginx's
@@ -17,6 +19,7 @@
 //! serialised; after the wait a request goes its own way and never waits twice.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
@@ -76,18 +79,38 @@ impl Fill {
         self.coding = Some(coding);
     }
 
-    /// Copies bytes the upstream sent; past `cache.max_object` the fill gives up.
+    /// Copies bytes the upstream sent; past `cache.max_object`, or past what the fills in
+    /// flight may hold together, the fill gives up.
     pub(crate) fn data(&mut self, bytes: &[u8]) {
         if self.done {
             return;
         }
-        let limit = self.cache.settings.max_object;
-        if (self.body.len() + bytes.len()) as u64 > limit {
-            self.done = true;
-            self.body = BytesMut::new();
+        let settings = &self.cache.settings;
+        let filling = &self.cache.filling;
+        let len = bytes.len() as u64;
+        let held = filling.in_flight.fetch_add(len, Ordering::Relaxed) + len;
+        if (self.body.len() as u64 + len) > settings.max_object || held > settings.max_memory / 4 {
+            filling.in_flight.fetch_sub(len, Ordering::Relaxed);
+            self.give_up();
             return;
         }
         self.body.extend_from_slice(bytes);
+    }
+
+    /// Drops the copy and gives its bytes back; nothing is stored.
+    fn give_up(&mut self) {
+        self.done = true;
+        self.release();
+        self.body = BytesMut::new();
+    }
+
+    /// Gives the bytes of the copy back to the fills in flight.
+    fn release(&self) {
+        let len = self.body.len() as u64;
+        self.cache
+            .filling
+            .in_flight
+            .fetch_sub(len, Ordering::Relaxed);
     }
 
     /// The upstream body ended as framed: stores the entry (once).
@@ -96,6 +119,7 @@ impl Fill {
             return;
         }
         self.done = true;
+        self.release();
         let bytes = std::mem::take(&mut self.body).freeze();
         let body = StoredBody {
             length: bytes.len() as u64,
@@ -111,11 +135,21 @@ impl Fill {
     }
 }
 
+impl Drop for Fill {
+    fn drop(&mut self) {
+        if !self.done {
+            self.release();
+        }
+    }
+}
+
 /// The keys being filled now, each with the requests waiting for it.
 #[derive(Debug, Default)]
 pub(crate) struct Filling {
     keys: Mutex<HashMap<String, Leader>>,
-    next_id: std::sync::atomic::AtomicU64,
+    next_id: AtomicU64,
+    /// Bytes the fills in flight hold, together.
+    pub(crate) in_flight: AtomicU64,
 }
 
 /// The request filling a key: dropping its sender wakes the waiters.
@@ -149,9 +183,7 @@ impl Filling {
         if let Some(leader) = keys.get(key) {
             return Turn::Wait(leader.done.subscribe());
         }
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, _) = watch::channel(());
         keys.insert(key.to_owned(), Leader { id, done });
         Turn::Lead(FillLock {

@@ -314,3 +314,16 @@ async fn misses_of_an_uncacheable_resource_are_not_serialised() {
     // response's head says it is not storable: about two delays.
     assert!(took < DELAY * 5, "the burst took {took:?}");
 }
+
+#[tokio::test]
+async fn fills_in_flight_hold_at_most_a_quarter_of_max_memory() {
+    // The chunked body is 40 KB: over a quarter of 100 KB, under a quarter of 200 KB.
+    for (max_memory, stored) in [(100_000, 0), (200_000, 1)] {
+        let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+        origin.gate.add_permits(1);
+        let proxy = proxy(&origin, |config| config.cache.max_memory = max_memory).await;
+        let (_, gzipped) = fetch(&client(), "GET", &proxy.url("/page"), GZIP).await;
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN), "the client gets it whole");
+        assert_eq!(stores(&proxy), stored, "max_memory {max_memory}");
+    }
+}
