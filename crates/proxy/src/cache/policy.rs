@@ -1,5 +1,6 @@
 //! What a shared cache may store and for how long: pure functions of request and response
-//! heads (RFC 9111 §3, §4.2, §5.2; RFC 9213 for `CDN-Cache-Control`), tested without sockets.
+//! heads (RFC 9111 §3, §4.2, §5.2; RFC 9213 for `CDN-Cache-Control`; the W3C Edge
+//! Architecture note for `Surrogate-Control`), tested without sockets.
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +15,17 @@ use crate::decide::list;
 /// `CDN-Cache-Control` (RFC 9213), the field a CDN-like shared cache obeys before
 /// `Cache-Control`.
 pub(crate) const CDN_CACHE_CONTROL: HeaderName = HeaderName::from_static("cdn-cache-control");
+
+/// `Surrogate-Control` (Edge Architecture 1.0), obeyed after `CDN-Cache-Control` and before
+/// `Cache-Control`: its directives either apply to every surrogate or name one after a `;`.
+pub(crate) const SURROGATE_CONTROL: HeaderName = HeaderName::from_static("surrogate-control");
+
+/// The request field by which the cache tells the origin it is a surrogate, and the name
+/// its `Surrogate-Control` directives may target it by.
+pub(crate) const SURROGATE_CAPABILITY: HeaderName = HeaderName::from_static("surrogate-capability");
+
+/// This cache's device token in `Surrogate-Capability` and `Surrogate-Control`.
+pub(crate) const SURROGATE_TOKEN: &str = "zipwire";
 
 /// The directives of one `Cache-Control`-like field that a shared cache acts on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,24 +56,70 @@ impl Directives {
         let mut out = Directives::default();
         for line in headers.get_all(name) {
             for (directive, argument) in directives(line.as_bytes()) {
-                let seconds = || argument.map_or(Some(0), delta_seconds);
-                match directive.to_ascii_lowercase().as_slice() {
-                    b"no-store" => out.no_store = true,
-                    b"no-cache" => out.no_cache = true,
-                    b"private" => match argument {
-                        Some(fields) => out.private_fields.extend(field_names(fields)),
-                        None => out.private = true,
-                    },
-                    b"public" => out.public = true,
-                    b"max-age" => out.max_age = merge(out.max_age, seconds()),
-                    b"s-maxage" => out.s_maxage = merge(out.s_maxage, seconds()),
-                    b"min-fresh" => out.min_fresh = seconds(),
-                    b"must-revalidate" | b"proxy-revalidate" => out.must_revalidate = true,
-                    _ => {}
-                }
+                out.apply(directive, argument);
             }
         }
         out
+    }
+
+    /// Reads `Surrogate-Control`: the directives for every surrogate and those that name
+    /// this one (`max-age=60;zipwire`), without those naming another. `None` when none
+    /// applies, so that `Cache-Control` does.
+    pub(crate) fn parse_surrogate(headers: &HeaderMap) -> Option<Directives> {
+        let mut out = Directives::default();
+        let mut any = false;
+        for line in headers.get_all(SURROGATE_CONTROL) {
+            for (directive, argument) in directives(line.as_bytes()) {
+                // The target follows the directive, or its argument, after a `;`.
+                let (directive, argument, target) = match argument {
+                    Some(argument) => {
+                        let (argument, target) = split_target(argument);
+                        (directive, Some(argument), target)
+                    }
+                    None => {
+                        let (directive, target) = split_target(directive);
+                        (directive, None, target)
+                    }
+                };
+                if target.is_some_and(|t| !t.eq_ignore_ascii_case(SURROGATE_TOKEN.as_bytes())) {
+                    continue;
+                }
+                // `max-age=FRESH+STALE`: the stale part is not used.
+                let argument = argument.map(|a| a.split(|&b| b == b'+').next().unwrap_or(a));
+                out.apply(directive, argument);
+                any = true;
+            }
+        }
+        any.then_some(out)
+    }
+
+    fn apply(&mut self, directive: &[u8], argument: Option<&[u8]>) {
+        let seconds = || argument.map_or(Some(0), delta_seconds);
+        match directive.to_ascii_lowercase().as_slice() {
+            b"no-store" => self.no_store = true,
+            b"no-cache" => self.no_cache = true,
+            b"private" => match argument {
+                Some(fields) => self.private_fields.extend(field_names(fields)),
+                None => self.private = true,
+            },
+            b"public" => self.public = true,
+            b"max-age" => self.max_age = merge(self.max_age, seconds()),
+            b"s-maxage" => self.s_maxage = merge(self.s_maxage, seconds()),
+            b"min-fresh" => self.min_fresh = seconds(),
+            b"must-revalidate" | b"proxy-revalidate" => self.must_revalidate = true,
+            _ => {}
+        }
+    }
+}
+
+/// `text;target` as its two parts, each without surrounding whitespace.
+fn split_target(text: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match text.iter().position(|&b| b == b';') {
+        Some(semicolon) => (
+            list::trim_ows(&text[..semicolon]),
+            Some(list::trim_ows(&text[semicolon + 1..])),
+        ),
+        None => (text, None),
     }
 }
 
@@ -129,11 +187,14 @@ fn field_names(list: &[u8]) -> impl Iterator<Item = HeaderName> + '_ {
 }
 
 /// The response directives that apply to this cache: `CDN-Cache-Control` when present
-/// (RFC 9213 §2.1: a cache that obeys it then ignores `Cache-Control`), else
+/// (RFC 9213 §2.1: a cache that obeys it then ignores `Cache-Control`), else the
+/// `Surrogate-Control` directives for this surrogate when there are any, else
 /// `Cache-Control`. The second value says whether `Expires` still applies.
 pub(crate) fn response_directives(headers: &HeaderMap) -> (Directives, bool) {
     if headers.contains_key(CDN_CACHE_CONTROL) {
         (Directives::parse(headers, &CDN_CACHE_CONTROL), false)
+    } else if let Some(surrogate) = Directives::parse_surrogate(headers) {
+        (surrogate, false)
     } else {
         (Directives::parse(headers, &CACHE_CONTROL), true)
     }
@@ -543,6 +604,35 @@ mod tests {
             );
             assert_eq!(sized, expected, "{length:?}");
         }
+    }
+
+    #[test]
+    fn surrogate_control_overrides_cache_control_where_it_speaks_to_this_cache() {
+        let read = |lines| response_directives(&heads(lines));
+        let (no_store, expires) = read(&[
+            ("cache-control", "max-age=600"),
+            ("surrogate-control", "no-store"),
+        ]);
+        assert!(no_store.no_store && !expires);
+        let (targeted, _) = read(&[
+            ("cache-control", "no-store"),
+            ("surrogate-control", "max-age=60;zipwire, no-store;other"),
+        ]);
+        assert_eq!((targeted.max_age, targeted.no_store), (Some(60), false));
+        let (stale_part, _) = read(&[("surrogate-control", "max-age=30+600")]);
+        assert_eq!(stale_part.max_age, Some(30));
+        // Nothing for this cache: Cache-Control and Expires apply.
+        let (other, expires) = read(&[
+            ("cache-control", "max-age=5"),
+            ("surrogate-control", "max-age=60;other"),
+        ]);
+        assert_eq!((other.max_age, expires), (Some(5), true));
+        // CDN-Cache-Control comes first.
+        let (cdn, _) = read(&[
+            ("cdn-cache-control", "max-age=7"),
+            ("surrogate-control", "max-age=60"),
+        ]);
+        assert_eq!(cdn.max_age, Some(7));
     }
 
     #[test]

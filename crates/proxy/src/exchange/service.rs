@@ -31,6 +31,7 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
+use crate::cache::policy::SURROGATE_CAPABILITY;
 use crate::cache::serve::{After, Encoders};
 use crate::cache::store::Entry;
 use crate::cache::Cache;
@@ -381,6 +382,11 @@ impl Proxy {
         if self.offload {
             headers::strip_accept_encoding(&mut headers);
         }
+        if self.cache.is_some() {
+            // Edge Architecture 1.0: a surrogate announces itself, so the origin may target
+            // `Surrogate-Control` directives at it.
+            headers.append(SURROGATE_CAPABILITY, SURROGATE_CAPABILITY_VALUE);
+        }
         Ok(Head {
             method: request.method.clone(),
             target,
@@ -607,6 +613,10 @@ impl Proxy {
         response
     }
 }
+
+/// `Surrogate-Capability`'s value: this cache's device token and what it does.
+const SURROGATE_CAPABILITY_VALUE: HeaderValue =
+    HeaderValue::from_static("zipwire=\"Surrogate/1.0\"");
 
 /// Sends the response in the proxy's own version, HTTP/1.1 (RFC 9112 §2.3), whatever the
 /// upstream spoke: an HTTP/1.0 origin must not cost an HTTP/1.1 client its keep-alive or

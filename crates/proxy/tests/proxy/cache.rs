@@ -596,3 +596,49 @@ async fn stored_variants_are_recompressed_at_the_best_level_in_the_background() 
     );
     assert_eq!(origin.hits(), 1);
 }
+
+#[tokio::test]
+async fn surrogate_control_for_this_cache_overrides_cache_control() {
+    // Cache-Control says no-store to everyone; Surrogate-Control lets this surrogate keep it.
+    let origin = Scripted::start(
+        &[
+            ("cache-control", "no-store"),
+            ("surrogate-control", "max-age=60;zipwire"),
+        ],
+        None,
+    )
+    .await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    for _ in 0..3 {
+        let (parts, _) = get(&client, &proxy, &[]).await;
+        assert_eq!(parts.status, 200);
+    }
+    assert_eq!(origin.hits(), 1, "stored for 60 s");
+    assert_eq!(
+        origin.last_request().1["surrogate-capability"],
+        "zipwire=\"Surrogate/1.0\"",
+        "the origin learns this cache's device token"
+    );
+    // A Surrogate-Control no-store wins over a fresh Cache-Control; one aimed at another
+    // surrogate does not count.
+    for (surrogate, hits) in [("no-store", 3), ("no-store;other", 1)] {
+        let origin = Scripted::start(
+            &[
+                ("cache-control", "max-age=60"),
+                ("surrogate-control", surrogate),
+            ],
+            None,
+        )
+        .await;
+        let other = proxy_for(&origin).await;
+        for _ in 0..3 {
+            get(&client, &other, &[]).await;
+        }
+        assert_eq!(origin.hits(), hits, "{surrogate}");
+    }
+}
+
+async fn proxy_for(origin: &Scripted) -> Proxy {
+    proxy(origin, CacheMode::Fresh, origin.time.clone()).await
+}
