@@ -85,6 +85,14 @@ pub fn rules(data: &[u8]) {
         (false, "vary"),
         (false, "etag"),
         (false, "accept-ranges"),
+        (false, "cdn-cache-control"),
+        (false, "surrogate-control"),
+        (false, "age"),
+        (false, "expires"),
+        (false, "date"),
+        (false, "set-cookie"),
+        (true, "authorization"),
+        (true, "pragma"),
     ];
     let (head, rest) = data.split_at(data.len().min(3));
     let flags = head.first().copied().unwrap_or(0);
@@ -121,7 +129,57 @@ pub fn rules(data: &[u8]) {
         };
         map.append(HeaderName::from_static(name), value);
     }
+    check_cache_policy(&method, &request, status, &response);
     check_decision(&method, &request, status, response, budget);
+}
+
+/// The cache's admission and freshness rules on the same heads: they never panic, a shared
+/// cache never stores what RFC 9111 §3 forbids whatever else the heads say, and a response
+/// whose `Age` is not one integer is never fresh.
+fn check_cache_policy(
+    method: &Method,
+    request: &HeaderMap,
+    status: StatusCode,
+    response: &HeaderMap,
+) {
+    use crate::cache::policy::{self, Length, RequestRules};
+    use std::time::{Duration, SystemTime};
+
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let lifetime = policy::freshness_lifetime(response, now);
+    let age = policy::initial_age(response, now);
+    let rules = RequestRules::from_headers(request);
+    let fresh = policy::is_fresh(lifetime, age, &rules);
+    let (directives, _) = policy::response_directives(response);
+    let mut ages = response.get_all(http::header::AGE).iter();
+    if let (Some(first), second) = (ages.next(), ages.next()) {
+        let one_integer = second.is_none()
+            && !first.as_bytes().is_empty()
+            && list::trim_ows(first.as_bytes())
+                .iter()
+                .all(u8::is_ascii_digit)
+            && !list::trim_ows(first.as_bytes()).is_empty();
+        assert!(
+            one_integer || !fresh,
+            "an unreadable Age was taken as fresh"
+        );
+    }
+    for length in [Length::Known(10), Length::Framed, Length::UntilClose] {
+        let stored = policy::storable(method, request, status, response, length, 100, false);
+        if stored.is_err() {
+            continue;
+        }
+        assert_eq!(*method, Method::GET);
+        assert_ne!(length, Length::UntilClose);
+        assert!(!directives.no_store && !directives.private);
+        assert!(!response.contains_key(http::header::SET_COOKIE));
+        assert!(!list::elements(response.get_all(VARY)).any(|member| member == b"*"));
+        if request.contains_key(http::header::AUTHORIZATION) {
+            assert!(
+                directives.public || directives.must_revalidate || directives.s_maxage.is_some()
+            );
+        }
+    }
 }
 
 fn check_negotiation(accept: &AcceptEncoding, offered: &[Coding]) {

@@ -63,6 +63,41 @@ fn rules_line() -> impl Strategy<Value = Vec<u8>> {
         2 => prop_oneof![Just("\"v1\""), Just("W/\"v1\""), Just("v1"), Just("\"a\", \"b\"")]
             .prop_map(|v| (8, v.to_owned())),
         1 => Just((9, "bytes".to_owned())),
+        1 => prop_oneof![Just("max-age=60"), Just("no-store"), Just("private")]
+            .prop_map(|v| (10, v.to_owned())),
+        1 => prop_oneof![Just("max-age=60;zipwire"), Just("no-store;other"), Just("max-age=5+9")]
+            .prop_map(|v| (11, v.to_owned())),
+        1 => prop_oneof![Just("0"), Just("7200"), Just("0, 7200"), Just("-1"), Just("1.5")]
+            .prop_map(|v| (12, v.to_owned())),
+        1 => Just((13, "Thu, 01 Jan 2037 00:00:00 GMT".to_owned())),
+        1 => Just((14, "Tue, 14 Nov 2023 22:13:20 GMT".to_owned())),
+        1 => Just((15, "a=b".to_owned())),
+        1 => Just((16, "Basic eDp5".to_owned())),
+        1 => Just((17, "no-cache".to_owned())),
+    ];
+    line.prop_map(|(selector, value)| {
+        let mut line = vec![selector];
+        line.extend_from_slice(value.as_bytes());
+        line
+    })
+}
+
+/// A header line for the cache's rules in `fuzzing::rules`: freshness from each field the
+/// cache reads, `Age` values readable and not, and the fields that forbid storing.
+fn cache_line() -> impl Strategy<Value = Vec<u8>> {
+    let line = prop_oneof![
+        2 => prop_oneof![Just("max-age=60"), Just("no-store"), Just("private"), Just("public, s-maxage=9")]
+            .prop_map(|v| (6, v.to_owned())),
+        1 => prop_oneof![Just("max-age=60"), Just("no-store")].prop_map(|v| (10, v.to_owned())),
+        1 => prop_oneof![Just("max-age=60;zipwire"), Just("no-store;other"), Just("max-age=5+9")]
+            .prop_map(|v| (11, v.to_owned())),
+        3 => prop_oneof![Just("0"), Just("7200"), Just("0, 7200"), Just("-1"), Just("1.5"), Just("9;x=y")]
+            .prop_map(|v| (12, v.to_owned())),
+        1 => Just((13, "Thu, 01 Jan 2037 00:00:00 GMT".to_owned())),
+        1 => Just((14, "Tue, 14 Nov 2023 22:13:20 GMT".to_owned())),
+        1 => Just((15, "a=b".to_owned())),
+        1 => Just((16, "Basic eDp5".to_owned())),
+        1 => Just((7, "*".to_owned())),
     ];
     line.prop_map(|(selector, value)| {
         let mut line = vec![selector];
@@ -72,6 +107,17 @@ fn rules_line() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
+    #[test]
+    fn cache_policy_keeps_its_invariants(flags in any::<u8>(), lines in vec(cache_line(), 1..6)) {
+        // A GET or HEAD answered 200, with the lines as its heads.
+        let mut data = vec![flags, 0, 100];
+        for line in lines {
+            data.push(b'\n');
+            data.extend_from_slice(&line);
+        }
+        fuzzing::rules(&data);
+    }
+
     #[test]
     fn negotiation_never_panics_on_bytes(data in vec(any::<u8>(), 0..256)) {
         fuzzing::accept_encoding(&data);
