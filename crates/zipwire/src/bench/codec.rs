@@ -1,4 +1,5 @@
-//! `zipwire bench codec`: ours against zlib-rs and libdeflate on the same files, one thread.
+//! `zipwire bench codec`: ours against zlib-rs and libdeflate on the same files, one thread,
+//! and ISA-L's igzip when built with `--features isal` (a note says so when it is not).
 //!
 //! Method: one warm-up round (not counted) compresses every file with every engine and checks
 //! that each output decompresses to its input. Then timed rounds alternate between engines:
@@ -67,6 +68,13 @@ pub fn run(args: &CodecArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     if args.json {
         report::json(out, &measurements)?;
     } else {
+        if !engine::ISAL {
+            writeln!(
+                out,
+                "note: igzip (ISA-L) not built in; `cargo build --release -p zipwire --features \
+                 isal` (needs libisal-dev) adds it"
+            )?;
+        }
         let run = Run {
             input: &input,
             rounds: plan.rounds,

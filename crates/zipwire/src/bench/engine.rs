@@ -19,6 +19,9 @@ pub enum Family {
     ZlibRs,
     /// libdeflate through libdeflater.
     Libdeflate,
+    /// ISA-L's igzip through isal-rs, linked from the system's libisal (`--features isal`).
+    #[cfg(feature = "isal")]
+    Isal,
 }
 
 impl Family {
@@ -28,6 +31,8 @@ impl Family {
             Family::Zipwire => "zipwire",
             Family::ZlibRs => "zlib-rs",
             Family::Libdeflate => "libdeflate",
+            #[cfg(feature = "isal")]
+            Family::Isal => "igzip",
         }
     }
 }
@@ -42,12 +47,27 @@ pub struct Engine {
 
 enum Kind {
     // Boxed: the scratch's tables are kilobytes, the other variants a pointer or two.
-    Zipwire { level: Level, scratch: Box<Scratch> },
-    ZlibRs { deflate: Compress },
-    Libdeflate { compressor: Compressor },
+    Zipwire {
+        level: Level,
+        scratch: Box<Scratch>,
+    },
+    ZlibRs {
+        deflate: Compress,
+    },
+    Libdeflate {
+        compressor: Compressor,
+    },
+    #[cfg(feature = "isal")]
+    Isal {
+        level: isal::CompressionLevel,
+    },
 }
 
-/// The engines to compare: zipwire at `zipwire_levels`, then zlib-rs and libdeflate at 1 and 6.
+/// Whether ISA-L's igzip is built in (`--features isal`).
+pub const ISAL: bool = cfg!(feature = "isal");
+
+/// The engines to compare: zipwire at `zipwire_levels`, then zlib-rs and libdeflate at 1 and 6,
+/// then igzip at 1 and 3 (its levels; built with `--features isal` only).
 pub fn lineup(zipwire_levels: &[u8]) -> anyhow::Result<Vec<Engine>> {
     let mut levels = zipwire_levels.to_vec();
     levels.sort_unstable();
@@ -61,6 +81,10 @@ pub fn lineup(zipwire_levels: &[u8]) -> anyhow::Result<Vec<Engine>> {
     }
     for level in [1, 6] {
         engines.push(Engine::libdeflate(level)?);
+    }
+    #[cfg(feature = "isal")]
+    for level in [1, 3] {
+        engines.push(Engine::isal(level)?);
     }
     Ok(engines)
 }
@@ -99,6 +123,22 @@ impl Engine {
             kind: Kind::Libdeflate {
                 compressor: Compressor::new(lvl),
             },
+            out: Vec::new(),
+        })
+    }
+
+    #[cfg(feature = "isal")]
+    fn isal(level: u8) -> anyhow::Result<Engine> {
+        let isal_level = match level {
+            0 => isal::CompressionLevel::Zero,
+            1 => isal::CompressionLevel::One,
+            3 => isal::CompressionLevel::Three,
+            _ => return Err(anyhow!("igzip has no level {level}")),
+        };
+        Ok(Engine {
+            family: Family::Isal,
+            level,
+            kind: Kind::Isal { level: isal_level },
             out: Vec::new(),
         })
     }
@@ -153,6 +193,17 @@ impl Engine {
                     out.resize(bound, 0);
                 }
                 let written = compressor.gzip_compress(input, out)?;
+                Ok(&out[..written])
+            }
+            #[cfg(feature = "isal")]
+            Kind::Isal { level } => {
+                // Stored blocks plus the gzip frame bound igzip's output.
+                let bound = input.len() + input.len() / 16 + 1024;
+                if out.len() < bound {
+                    out.resize(bound, 0);
+                }
+                let written = isal::compress_into(input, out, *level, isal::Codec::Gzip)
+                    .map_err(|error| anyhow!("igzip: {error:?}"))?;
                 Ok(&out[..written])
             }
         }
