@@ -75,11 +75,14 @@ fn rules_line() -> impl Strategy<Value = Vec<u8>> {
         1 => Just((16, "Basic eDp5".to_owned())),
         1 => Just((17, "no-cache".to_owned())),
     ];
-    line.prop_map(|(selector, value)| {
-        let mut line = vec![selector];
-        line.extend_from_slice(value.as_bytes());
-        line
-    })
+    line.prop_map(header_line)
+}
+
+/// The bytes of one line for `fuzzing::rules`: the selector, then the value.
+fn header_line((selector, value): (u8, String)) -> Vec<u8> {
+    let mut line = vec![selector];
+    line.extend_from_slice(value.as_bytes());
+    line
 }
 
 /// A header line for the cache's rules in `fuzzing::rules`: freshness from each field the
@@ -99,11 +102,7 @@ fn cache_line() -> impl Strategy<Value = Vec<u8>> {
         1 => Just((16, "Basic eDp5".to_owned())),
         1 => Just((7, "*".to_owned())),
     ];
-    line.prop_map(|(selector, value)| {
-        let mut line = vec![selector];
-        line.extend_from_slice(value.as_bytes());
-        line
-    })
+    line.prop_map(header_line)
 }
 
 proptest! {
