@@ -497,8 +497,8 @@ where
                     }
                 }
                 // A reader may stop at the last frame without polling for the end.
-                if this.inner.is_end_stream() {
-                    if let Some(fill) = &mut this.fill {
+                if let Some(fill) = &mut this.fill {
+                    if this.inner.is_end_stream() {
                         fill.end();
                     }
                 }
