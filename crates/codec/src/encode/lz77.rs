@@ -14,6 +14,10 @@
 
 use super::tables::{dist_code, LENGTH_CODE};
 
+mod bucket;
+
+pub(crate) use bucket::{parse_bucket, BucketTable};
+
 /// Largest distance deflate can express.
 pub(crate) const WINDOW: usize = 32_768;
 /// Shortest match worth a token here (hashes cover 4 bytes).
@@ -647,5 +651,17 @@ mod tests {
             let parsed = parse_chain(&data, 0, (&mut head, &mut prev), base, &mut tokens, params);
             assert_ended_by_the_token_buffer(&tokens, parsed, data.len());
         }
+    }
+
+    #[test]
+    fn bucket_parse_ends_a_block_when_its_token_buffer_is_full() {
+        let data = literal_match_pairs(1 << 18);
+        let mut table: Box<BucketTable> = vec![[0; 4]; 1 << 12]
+            .into_boxed_slice()
+            .try_into()
+            .expect("length matches BucketTable");
+        let mut tokens = Tokens::new();
+        let parsed = parse_bucket(&data, 0, &mut table, 0, &mut tokens);
+        assert_ended_by_the_token_buffer(&tokens, parsed, data.len());
     }
 }

@@ -60,11 +60,6 @@ impl History {
         )
     }
 
-    /// Index in the buffer of the first byte [`History::view`] shows.
-    pub(crate) fn floor(&self) -> usize {
-        self.floor
-    }
-
     /// Marks all pending input compressed.
     pub(crate) fn mark_parsed(&mut self) {
         self.parsed = self.buf.len();

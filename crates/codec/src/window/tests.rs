@@ -234,10 +234,11 @@ fn packets(data: &[u8]) -> Vec<&[u8]> {
 fn level_3_keeps_nine_tenths_of_zlib_level_6s_ratio_on_flushed_packets() {
     // The bar of `scp -C` (OpenSSH asks zlib for level 6, which the drop-in zlib maps to the
     // windowed level 3): at least 0.9 of zlib's ratio on large/ in flushed packets, all of
-    // large/ together as in the benchmark's slice (0.92 here; on the JSON alone 0.86).
+    // each file, as the benchmark's slice cycles through them. Each file alone keeps at least
+    // 0.8: the tar 0.94, the JSON 0.83 (its long repeats suit zlib's deep hash chains).
     let (mut ours_total, mut theirs_total) = (0, 0);
     for path in zipwire_testkit::corpus_files("large") {
-        let data = zipwire_testkit::read_corpus_file(&path, 2 << 20);
+        let data = zipwire_testkit::read_corpus_file(&path, usize::MAX);
         let mut enc = WindowedEncoder::new(level(3)).unwrap();
         let mut ours = Vec::new();
         let mut zlib = flate2::Compress::new(flate2::Compression::new(6), false);
@@ -254,6 +255,12 @@ fn level_3_keeps_nine_tenths_of_zlib_level_6s_ratio_on_flushed_packets() {
         }
         enc.finish(&[], &mut ours).unwrap();
         assert_eq!(inflate(&ours), data);
+        let ratio = theirs.len() as f64 / ours.len() as f64;
+        assert!(
+            ratio >= 0.8,
+            "{}: {ratio:.3} of zlib's ratio",
+            path.display()
+        );
         ours_total += ours.len();
         theirs_total += theirs.len();
     }

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""bench/libz-levels.py: what each zlib level costs with the drop-in zlib (crates/libz).
+
+For zlib levels 1-9, Python's zlib.compressobj (gzip framing, windowBits 31) compresses the
+first 8 MB of every file of canterbury/, web/ and large/ in one call, once with the library
+preloaded and once with the system zlib, alternating, ROUNDS times; prints size / input for
+both, the ratio of their ratios and MB/s per second of the process's CPU time (the best
+round). Every stream is checked to decompress to its input.
+
+    python3 bench/libz-levels.py            # ZIPWIRE_CORPUS, LIB, ROUNDS [3] from the environment
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.environ.get("ZIPWIRE_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
+LIB = os.environ.get("LIB", os.path.join(ROOT, "target", "release", "libzipwire_z.so"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+SLICE = 8 << 20
+
+# Runs in a child, so that the library is preloaded (or not) from the start.
+CHILD = r"""
+import json, os, sys, time, zlib
+paths, slice_ = json.loads(sys.argv[1]), int(sys.argv[2])
+data = [open(p, "rb").read(slice_) for p in paths]
+out = {}
+for level in range(1, 10):
+    size, cpu = 0, 0.0
+    for d in data:
+        t = time.process_time()
+        c = zlib.compressobj(level, zlib.DEFLATED, 31)
+        z = c.compress(d) + c.flush()
+        cpu += time.process_time() - t
+        assert zlib.decompress(z, 31) == d
+        size += len(z)
+    out[level] = (size, cpu)
+print(json.dumps(out))
+"""
+
+
+def corpus_files():
+    files = []
+    for sub in ("canterbury", "web", "large"):
+        d = os.path.join(CORPUS, sub)
+        if not os.path.isdir(d):
+            sys.exit(f"libz-levels.py: missing {d} (set ZIPWIRE_CORPUS)")
+        files += sorted(os.path.join(d, n) for n in os.listdir(d))
+    return [f for f in files if os.path.isfile(f)]
+
+
+def run(paths, preload):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = LIB
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(paths), str(SLICE)],
+        env=env, check=True, capture_output=True, text=True)
+    return {int(k): v for k, v in json.loads(res.stdout).items()}
+
+
+def main():
+    if not os.path.isfile(LIB):
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "zipwire-libz"], cwd=ROOT,
+                       check=True)
+    paths = corpus_files()
+    total = sum(min(os.path.getsize(p), SLICE) for p in paths)
+    best = {False: {}, True: {}}
+    for _ in range(ROUNDS):
+        for preload in (False, True):
+            for level, (size, cpu) in run(paths, preload).items():
+                prev = best[preload].get(level)
+                best[preload][level] = (size, min(cpu, prev[1]) if prev else cpu)
+    print(f"{len(paths)} files, {total / 1e6:.1f} MB (the first 8 MB of each), gzip in one call,"
+          f" best of {ROUNDS} rounds")
+    print(f"{'level':>5} {'zlib size/in':>13} {'library size/in':>16} {'ratio lib/zlib':>15}"
+          f" {'library MB/s':>13} {'zlib MB/s':>10}")
+    for level in range(1, 10):
+        zs, zc = best[False][level]
+        ls, lc = best[True][level]
+        print(f"{level:>5} {zs / total:>13.4f} {ls / total:>16.4f} {zs / ls:>15.2f}"
+              f" {total / 1e6 / lc:>13.0f} {total / 1e6 / zc:>10.0f}")
+
+
+if __name__ == "__main__":
+    main()
