@@ -27,6 +27,16 @@ pub(crate) const SURROGATE_CAPABILITY: HeaderName = HeaderName::from_static("sur
 /// This cache's device token in `Surrogate-Capability` and `Surrogate-Control`.
 pub(crate) const SURROGATE_TOKEN: &str = "zipwire";
 
+/// Removes `Surrogate-Control` from a response for a client that did not announce itself as
+/// a surrogate with `Surrogate-Capability`: the field speaks to surrogates, and this cache is
+/// the last one before such a client (Squid's rule). A client that is a surrogate gets the
+/// field as the origin sent it.
+pub(crate) fn strip_surrogate_control(request: &HeaderMap, response: &mut HeaderMap) {
+    if !request.contains_key(SURROGATE_CAPABILITY) {
+        response.remove(SURROGATE_CONTROL);
+    }
+}
+
 /// The directives of one `Cache-Control`-like field that a shared cache acts on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Directives {

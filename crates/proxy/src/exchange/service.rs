@@ -31,7 +31,7 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
-use crate::cache::policy::SURROGATE_CAPABILITY;
+use crate::cache::policy::{strip_surrogate_control, SURROGATE_CAPABILITY};
 use crate::cache::serve::{After, Encoders};
 use crate::cache::store::Entry;
 use crate::cache::Cache;
@@ -266,6 +266,9 @@ impl Proxy {
         let (mut head, upstream_body) = response.into_parts();
         let (decision, flush, permit, encoder) =
             self.response_filter(&facts, &mut head, parts.version);
+        if self.cache.is_some() {
+            strip_surrogate_control(&parts.headers, &mut head.headers);
+        }
         if let Some(permit) = permit {
             log.hold(permit);
         }
@@ -571,6 +574,7 @@ impl Proxy {
                 let mut response = Response::new(body);
                 *response.status_mut() = served.status;
                 *response.headers_mut() = served.headers;
+                strip_surrogate_control(&request.headers, response.headers_mut());
                 response
             }
             Err(error) => self.error_response(&error, log),

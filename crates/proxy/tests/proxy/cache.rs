@@ -639,6 +639,39 @@ async fn surrogate_control_for_this_cache_overrides_cache_control() {
     }
 }
 
+#[tokio::test]
+async fn surrogate_control_reaches_only_clients_that_are_surrogates() {
+    // Squid's rule: the field speaks to surrogates; a client that did not send
+    // Surrogate-Capability gets the response without it, on a miss and on a hit alike.
+    let origin = Scripted::start(
+        &[
+            ("cache-control", "max-age=60"),
+            ("surrogate-control", "max-age=600"),
+        ],
+        None,
+    )
+    .await;
+    let proxy = proxy_for(&origin).await;
+    let client = client();
+    let downstream = [("surrogate-capability", "cdn=\"Surrogate/1.0\"")];
+    // The first request misses and stores the response; every later one is a hit.
+    for round in ["first round", "second round"] {
+        let (parts, _) = get(&client, &proxy, &[]).await;
+        assert_eq!(parts.status, 200, "{round}");
+        assert!(
+            parts.headers.get("surrogate-control").is_none(),
+            "{round}: a browser does not get Surrogate-Control"
+        );
+        assert_eq!(parts.headers["cache-control"], "max-age=60", "{round}");
+        let (parts, _) = get(&client, &proxy, &downstream).await;
+        assert_eq!(
+            parts.headers["surrogate-control"], "max-age=600",
+            "{round}: a downstream surrogate does"
+        );
+        assert_eq!(origin.hits(), 1, "{round}: the first request stored it");
+    }
+}
+
 async fn proxy_for(origin: &Scripted) -> Proxy {
     proxy(origin, CacheMode::Fresh, origin.time.clone()).await
 }
