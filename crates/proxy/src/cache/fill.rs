@@ -16,7 +16,9 @@
 //! `proxy_cache_lock`, Varnish's waiting list): a burst of misses costs the origin one
 //! response and the encoder one compression. The wait ends as soon as the leader's response
 //! turns out not to be storable (its head says so), so an uncacheable resource is not
-//! serialised; after the wait a request goes its own way and never waits twice.
+//! serialised. When the leader's fill is abandoned instead (its client left, or the
+//! origin's body was cut), the next waiter takes the lead and the others wait for it, all
+//! within their first `lock_timeout`; after that a request goes its own way.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +43,7 @@ pub(crate) struct Fill {
     /// The coding the client of the miss got, for the worker to make at the best level.
     coding: Option<Coding>,
     /// Held until the fill ends, however it ends: the waiting requests look again then.
-    _lock: Option<FillLock>,
+    lock: Option<FillLock>,
 }
 
 impl std::fmt::Debug for Fill {
@@ -69,7 +71,7 @@ impl Fill {
             body: BytesMut::new(),
             done: false,
             coding: None,
-            _lock: lock,
+            lock,
         }
     }
 
@@ -139,6 +141,10 @@ impl Drop for Fill {
     fn drop(&mut self) {
         if !self.done {
             self.release();
+            // Neither stored nor refused: the body stopped short.
+            if let Some(lock) = &mut self.lock {
+                lock.abandoned = true;
+            }
         }
     }
 }
@@ -152,11 +158,12 @@ pub(crate) struct Filling {
     pub(crate) in_flight: AtomicU64,
 }
 
-/// The request filling a key: dropping its sender wakes the waiters.
+/// The request filling a key: dropping its sender wakes the waiters, which then read whether
+/// the fill was abandoned.
 #[derive(Debug)]
 struct Leader {
     id: u64,
-    done: watch::Sender<()>,
+    done: watch::Sender<bool>,
 }
 
 /// What a request that found nothing stored does.
@@ -164,8 +171,9 @@ struct Leader {
 pub(crate) enum Turn {
     /// Nobody fills the key: this request does, holding the lock until its fill ends.
     Lead(FillLock),
-    /// Another request fills it: wait for it to end, then look again.
-    Wait(watch::Receiver<()>),
+    /// Another request fills it: wait for it to end, then look again. The value turns true
+    /// if the fill was abandoned rather than stored or refused.
+    Wait(watch::Receiver<bool>),
 }
 
 /// The lock on one key's fill; dropping it wakes the requests waiting for the key.
@@ -174,6 +182,9 @@ pub(crate) struct FillLock {
     filling: Arc<Filling>,
     key: String,
     id: u64,
+    /// The fill stopped short (its client left, or the origin's body was cut): the waiters
+    /// pass the lead on instead of all going to the origin.
+    abandoned: bool,
 }
 
 impl Filling {
@@ -184,12 +195,13 @@ impl Filling {
             return Turn::Wait(leader.done.subscribe());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (done, _) = watch::channel(());
+        let (done, _) = watch::channel(false);
         keys.insert(key.to_owned(), Leader { id, done });
         Turn::Lead(FillLock {
             filling: self.clone(),
             key: key.to_owned(),
             id,
+            abandoned: false,
         })
     }
 
@@ -207,8 +219,10 @@ impl Drop for FillLock {
             .get(&self.key)
             .is_some_and(|leader| leader.id == self.id)
         {
-            // Dropping the sender ends every waiter's `changed()`.
-            keys.remove(&self.key);
+            // Dropping the sender ends every waiter's `changed()`; the value says how.
+            if let Some(leader) = keys.remove(&self.key) {
+                leader.done.send_replace(self.abandoned);
+            }
         }
     }
 }
@@ -240,11 +254,34 @@ mod tests {
         for waiter in [&mut first, &mut second] {
             let woken = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
             assert!(woken.is_ok(), "woken when the leader ends");
+            assert!(!*waiter.borrow(), "a fill that ended is not abandoned");
         }
         assert_eq!(filling.len(), 0);
         assert!(
             matches!(filling.turn("h /a"), Turn::Lead(_)),
             "the key is free again"
+        );
+    }
+
+    #[tokio::test]
+    async fn waiters_learn_that_a_fill_was_abandoned() {
+        let filling = Arc::new(Filling::default());
+        let Turn::Lead(mut lock) = filling.turn("h /a") else {
+            panic!("the first request leads");
+        };
+        let Turn::Wait(mut waiter) = filling.turn("h /a") else {
+            panic!("the second waits");
+        };
+        lock.abandoned = true;
+        drop(lock);
+        let _ = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
+        assert!(
+            *waiter.borrow(),
+            "the waiter reads that the fill stopped short"
+        );
+        assert!(
+            matches!(filling.turn("h /a"), Turn::Lead(_)),
+            "the next request takes the lead"
         );
     }
 }

@@ -123,8 +123,10 @@ impl Cache {
     }
 
     /// For a GET that found nothing stored: leads the fill of its key, or, when another
-    /// request fills it already, waits for that one to end (at most `lock_timeout`) and looks
-    /// again. A request waits once at most.
+    /// request fills it already, waits for that one to end and looks again. If that fill was
+    /// abandoned (its client left, or the origin's body was cut), the request lines up again:
+    /// the first to do so leads the next fill and the others wait for it. A request waits
+    /// `lock_timeout` at most in all.
     pub(crate) async fn join_fill(&self, lookup: Lookup, request: &Parts) -> Lookup {
         let Lookup::Use(mut using) = lookup else {
             return lookup;
@@ -133,16 +135,26 @@ impl Cache {
         if using.entry.is_some() || request.method != Method::GET || timeout.is_zero() {
             return Lookup::Use(using);
         }
-        match self.filling.turn(&using.key) {
-            Turn::Lead(lock) => {
-                using.lock = Some(lock);
-                Lookup::Use(using)
-            }
-            Turn::Wait(mut done) => {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut counted = false;
+        loop {
+            let mut done = match self.filling.turn(&using.key) {
+                Turn::Lead(lock) => {
+                    using.lock = Some(lock);
+                    return Lookup::Use(using);
+                }
+                Turn::Wait(done) => done,
+            };
+            if !counted {
                 CacheCounters::bump(&self.counters.cache.coalesced);
-                // An error is the leader gone, which is the signal; the timeout, a slow fill.
-                let _ = tokio::time::timeout(timeout, done.changed()).await;
-                self.lookup(request)
+                counted = true;
+            }
+            // An error is the leader gone, which is the signal; the timeout, a slow fill.
+            let woke = tokio::time::timeout_at(deadline, done.changed()).await;
+            let abandoned = woke.is_ok() && *done.borrow();
+            match self.lookup(request) {
+                Lookup::Use(again) if abandoned && again.entry.is_none() => using = again,
+                found => return found,
             }
         }
     }

@@ -304,6 +304,48 @@ async fn a_burst_of_misses_asks_the_origin_once() {
 }
 
 #[tokio::test]
+async fn when_the_leaders_client_leaves_one_waiter_takes_over() {
+    // The origin sends half of a chunked body, then holds the rest until the gate opens. The
+    // first client takes that half and leaves; five clients wait for its fill meanwhile.
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let client = client();
+    let response = client
+        .request(request("GET", &proxy.url("/page"), GZIP))
+        .await
+        .expect("a response");
+    let mut leader = Gunzipping::new(response.into_body());
+    tokio::time::timeout(Duration::from_secs(5), leader.at_least(BODY_LEN / 2))
+        .await
+        .expect("the first half streams");
+    let url = proxy.url("/page");
+    let waiters: Vec<_> = (0..5)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.stats.cache.coalesced.load(Ordering::SeqCst) < 5 {
+        assert!(Instant::now() < deadline, "the five did not line up");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(leader);
+    // Every request from here on gets its second half.
+    origin.gate.add_permits(10);
+    for waiter in waiters {
+        let (parts, gzipped) = waiter.await.expect("the waiter's task");
+        assert_eq!(parts.status, 200);
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    }
+    // The leader's request and one more: the first waiter to line up again led the next
+    // fill, and the other four were served from it (without the hand-over: six requests).
+    assert_eq!(origin.hits(), 2);
+    assert_eq!(stores(&proxy), 1);
+    assert_eq!(proxy.stats.cache.hits.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
 async fn misses_of_an_uncacheable_resource_are_not_serialised() {
     let origin = RawOrigin::start(Framing::Length, "private", DELAY).await;
     let proxy = proxy(&origin, |_| {}).await;
