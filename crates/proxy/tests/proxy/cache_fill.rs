@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use zipwire_proxy::{CacheMode, ProxyConfig};
 
 use crate::streaming::Gunzipping;
-use crate::support::{client, fetch, gunzip, html, request, upstream, Proxy};
+use crate::support::{client, fetch, gunzip, html, request, upstream, Proxy, TestClient};
 
 const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
 
@@ -164,23 +164,29 @@ fn stores(proxy: &Proxy) -> u64 {
     proxy.stats.cache.stores.load(Ordering::SeqCst)
 }
 
-#[tokio::test]
-async fn a_miss_streams_to_its_client_and_is_stored_once_its_body_ends() {
-    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
-    let proxy = proxy(&origin, |_| {}).await;
-    let client = client();
+/// A gzip GET of the chunked page, read until the first chunk has arrived whole while the
+/// origin holds the second: the body, to read on or drop.
+async fn first_half(client: &TestClient, proxy: &Proxy) -> Gunzipping {
     let response = client
         .request(request("GET", &proxy.url("/page"), GZIP))
         .await
         .expect("a response");
     assert_eq!(response.headers()["content-encoding"], "gzip");
     let mut body = Gunzipping::new(response.into_body());
-    // The first chunk, compressed, reaches the client while the origin holds the second.
     let first = tokio::time::timeout(Duration::from_secs(5), body.at_least(BODY_LEN / 2))
         .await
         .expect("the first half streams before the origin sends the rest")
         .to_vec();
     assert_eq!(first, html(BODY_LEN)[..BODY_LEN / 2]);
+    body
+}
+
+#[tokio::test]
+async fn a_miss_streams_to_its_client_and_is_stored_once_its_body_ends() {
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let client = client();
+    let body = first_half(&client, &proxy).await;
     assert_eq!(stores(&proxy), 0, "nothing is stored before the body ends");
     origin.gate.add_permits(1);
     assert_eq!(body.finish().await, html(BODY_LEN));
@@ -310,14 +316,7 @@ async fn when_the_leaders_client_leaves_one_waiter_takes_over() {
     let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
     let proxy = proxy(&origin, |_| {}).await;
     let client = client();
-    let response = client
-        .request(request("GET", &proxy.url("/page"), GZIP))
-        .await
-        .expect("a response");
-    let mut leader = Gunzipping::new(response.into_body());
-    tokio::time::timeout(Duration::from_secs(5), leader.at_least(BODY_LEN / 2))
-        .await
-        .expect("the first half streams");
+    let leader = first_half(&client, &proxy).await;
     let url = proxy.url("/page");
     let waiters: Vec<_> = (0..5)
         .map(|_| {
