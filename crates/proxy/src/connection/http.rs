@@ -23,7 +23,7 @@ use http::header::{HeaderValue, STRICT_TRANSPORT_SECURITY};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper::Request;
+use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
@@ -34,6 +34,7 @@ use crate::connection::graceful::Watcher;
 use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
 use crate::connection::tunnel::{ClientLink, TunnelSlot};
 use crate::counters::Counters;
+use crate::exchange::outgoing::ResponseBody;
 use crate::exchange::service::Proxy;
 use crate::settings::ProxyConfig;
 
@@ -148,6 +149,10 @@ pub(crate) struct Connection {
 /// A hyper connection of either protocol, as one future.
 type Serving = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
 
+/// One request's exchange, from its head to the response head.
+type Exchange =
+    Pin<Box<dyn Future<Output = Result<Response<ServedBody<ResponseBody>>, Infallible>> + Send>>;
+
 impl Connection {
     /// The task serving the connection until the client closes it, it fails, or shutdown
     /// closes it (on HTTP/2 with GOAWAY, letting open streams finish).
@@ -241,16 +246,23 @@ impl Connection {
             let hsts = hsts.clone();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
-            async move {
-                let mut response = proxy.handle(request, peer, more, client).await;
-                if let Some(value) = hsts {
-                    response
-                        .headers_mut()
-                        .insert(STRICT_TRANSPORT_SECURITY, value);
+            // Boxed per request: hyper keeps a slot of the service future's size for the
+            // life of every HTTP/1 connection, idle or streaming a body, and the exchange is
+            // 4,656 bytes; boxed, the slot holds a pointer and the exchange's memory lives
+            // only until its response head is ready.
+            let exchange: Exchange = Box::pin(
+                async move {
+                    let mut response = proxy.handle(request, peer, more, client).await;
+                    if let Some(value) = hsts {
+                        response
+                            .headers_mut()
+                            .insert(STRICT_TRANSPORT_SECURITY, value);
+                    }
+                    Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
                 }
-                Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
-            }
-            .instrument(span)
+                .instrument(span),
+            );
+            exchange
         });
         let io = TokioIo::new(stream);
         let idle = {
@@ -260,12 +272,12 @@ impl Connection {
         match protocol {
             Protocol::Http2 => {
                 let connection = protocols.http2.serve_connection(io, service);
-                Box::pin(watcher.watch(connection, idle))
+                Box::pin(watcher.watch(Box::pin(connection), idle))
             }
             // Upgrades on, for the WebSocket pass-through (`hyper::upgrade::on`).
             Protocol::Http1 | Protocol::Detect => {
                 let connection = protocols.http1.serve_connection(io, service);
-                Box::pin(watcher.watch(connection.with_upgrades(), idle))
+                Box::pin(watcher.watch(Box::pin(connection.with_upgrades()), idle))
             }
         }
     }

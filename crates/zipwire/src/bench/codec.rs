@@ -8,6 +8,9 @@
 //! files, one whole file per stream; with `--seconds`, a fast engine makes several passes per
 //! turn so that every engine is timed for about the same share of the total. An engine's speed
 //! is input bytes over the sum of its turns' times.
+//!
+//! Below the table, CRC-32 speed: crc32fast against libdeflate's, on the same files (see
+//! [`super::crc`]).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use flate2::read::GzDecoder;
 
+use super::crc;
 use super::engine::{self, Engine};
 use super::input::{self, File};
 use super::report::{self, Measurement, Run};
@@ -81,6 +85,7 @@ pub fn run(args: &CodecArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
             measurements: &measurements,
         };
         report::table(out, &run)?;
+        crc::table(out, &crc::measure(&input.files, crc::TURN_BYTES)?)?;
     }
     if let Some(path) = &args.plot {
         let svg = super::plot::codec_svg(&measurements)?;

@@ -1,6 +1,7 @@
 //! `zipwire bench`: side-by-side measurements against other implementations.
 
 mod codec;
+mod crc;
 mod engine;
 mod input;
 mod plot;
