@@ -11,13 +11,18 @@
 # HAProxy+slz with and without its cache and nginx proxy_cache, the origin sending
 # `expires 1h` and ETags (bench/proxy-cache.sh; needs varnish and brotli).
 #
+# MODE=idle: what each proxy holds per idle keep-alive client connection: IDLE_CONNS clients
+# fetch haproxy-org-index.html once each and stay connected (bench/proxy-idle.sh).
+#
 # MODE=h2: the same origin behind each proxy as a TLS 1.3 + HTTP/2 edge (a self-signed
 # certificate made here with openssl), loaded by h2load with CLIENTS connections of STREAMS
 # streams each for haproxy-org-index.html, gzip asked of every proxy and zstd also of Caddy
 # and zipwire. A proxy that does not start, does not compress or fails requests fails the run.
 #
 # Environment (defaults in brackets):
-#   MODE [http1]             http1: wrk over cleartext HTTP/1.1; h2: h2load over TLS + HTTP/2
+#   MODE [http1]             http1: wrk over cleartext HTTP/1.1; h2: h2load over TLS + HTTP/2;
+#                            idle: memory per idle client connection; cache: see above
+#   IDLE_CONNS [2000]        MODE=idle only: client connections held open
 #   CLIENTS [100]  STREAMS [10]   MODE=h2 only: h2load -c and -m (CONNS and FILES unused)
 #   DURATION [10]            seconds per wrk run
 #   CONNS ["300 500"]        connection counts
@@ -77,7 +82,13 @@ case $MODE in
             die "CLIENTS and STREAMS must be positive integers"
         ;;
     cache) load_tools="wrk varnishd brotli" ;;
-    *) die "MODE must be http1, h2 or cache" ;;
+    idle)
+        load_tools="python3"
+        IDLE_CONNS=${IDLE_CONNS:-2000}
+        [[ $IDLE_CONNS =~ ^[0-9]+$ ]] && ((IDLE_CONNS >= 2 && IDLE_CONNS <= 3000)) ||
+            die "IDLE_CONNS must be 2-3000 (HAProxy's config allows 4,000 connections)"
+        ;;
+    *) die "MODE must be http1, h2, cache or idle" ;;
 esac
 
 # --- tools -----------------------------------------------------------------------------
@@ -154,7 +165,9 @@ for proxy in $PROXIES; do
 done
 # Each run: proxy start and check (~1-2 s), the load for DURATION, log flush (~1.5 s).
 estimate=$((runs * (DURATION + 4) + 3))
-if [ "$MODE" = h2 ]; then
+if [ "$MODE" = idle ]; then
+    echo "proxy.sh MODE=idle: $IDLE_CONNS idle client connections per proxy (proxies: $PROXIES)"
+elif [ "$MODE" = h2 ]; then
     echo "proxy.sh MODE=h2: $runs runs of ${DURATION}s (proxies: $PROXIES; $SINGLE;" \
         "h2load -c$CLIENTS -m$STREAMS over TLS 1.3), about ${estimate}s in all"
 else
@@ -425,6 +438,15 @@ if [ "$MODE" = h2 ]; then
     # shellcheck source=bench/proxy-h2.sh
     . "$ROOT/bench/proxy-h2.sh"
     h2_main
+    exit 0
+fi
+if [ "$MODE" = idle ]; then
+    # shellcheck source=bench/proxy-idle.sh
+    . "$ROOT/bench/proxy-idle.sh"
+    ROWS=()
+    row proxy clients "RSS, one" "RSS, all" "bytes per connection"
+    idle_main
+    echo "($((SECONDS - started))s)"
     exit 0
 fi
 if [ "$MODE" = cache ]; then
