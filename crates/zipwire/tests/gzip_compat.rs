@@ -171,18 +171,22 @@ fn common_files(dir: &Path) {
     fs::write(dir.join("p"), b"plain text\n").unwrap();
     let text = generate(DataKind::Text, 20_000, 1);
     fs::write(dir.join("t"), &text).unwrap();
-    // A fixed time, so gzip headers made in either sandbox are the same.
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    fs::File::options()
-        .write(true)
-        .open(dir.join("t"))
-        .unwrap()
-        .set_modified(time)
-        .unwrap();
     fs::write(dir.join("g.gz"), gzipped(b"abc")).unwrap();
     let mut gp = gzipped(b"abc");
     gp.extend_from_slice(b"plain text\n");
     fs::write(dir.join("gp.gz"), gp).unwrap();
+    // A fixed time on every file, so gzip headers made in either sandbox are the same: the
+    // two sandboxes are set up one after the other and may straddle a second (`gzip -v in`
+    // once wrote `in`'s time of the second that had just begun into the header).
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    for name in ["in", "p", "t", "g.gz", "gp.gz"] {
+        fs::File::options()
+            .write(true)
+            .open(dir.join(name))
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    }
 }
 
 #[test]
