@@ -341,8 +341,8 @@ mod tls_client {
         stream.conn.peer_certificates().expect("a certificate")[0].to_vec()
     }
 
-    /// One GET on a kept-alive connection; the body.
-    pub fn get(stream: &mut Stream) -> Vec<u8> {
+    /// One GET on a kept-alive connection, TLS or not; the body.
+    pub fn get<S: Read + Write>(stream: &mut S) -> Vec<u8> {
         stream
             .write_all(b"GET / HTTP/1.1\r\nHost: proxy.test\r\n\r\n")
             .expect("send");
@@ -565,22 +565,6 @@ fn keep_alive_origin() -> std::net::SocketAddr {
     addr
 }
 
-/// Sends one GET on `stream` and reads the response (whose body is "hello").
-fn get_hello(stream: &mut std::net::TcpStream) {
-    use std::io::{Read, Write};
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nhost: proxy.test\r\n\r\n")
-        .expect("send the request");
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !seen.ends_with(b"hello") {
-        let n = stream.read(&mut buf).expect("read the response");
-        assert!(n > 0, "closed before the response ended");
-        seen.extend_from_slice(&buf[..n]);
-    }
-    assert!(seen.starts_with(b"HTTP/1.1 200"), "{}", text(&seen));
-}
-
 #[test]
 fn an_idle_keep_alive_connection_holds_no_buffers() {
     // hyper as patched in vendor/hyper gives back a connection's 8 KB read buffer, its 8 KB
@@ -610,13 +594,13 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
     let addr = listening_addr(&log.wait_for("proxy listening"));
     // The first client's request warms up the pools and the upstream connection.
     let mut first = std::net::TcpStream::connect(addr).expect("connect");
-    get_hello(&mut first);
+    assert_eq!(tls_client::get(&mut first), b"hello");
     std::thread::sleep(std::time::Duration::from_millis(200));
     let before = rss(running.0.id());
     let mut held = vec![first];
     for _ in 1..CLIENTS {
         let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-        get_hello(&mut stream);
+        assert_eq!(tls_client::get(&mut stream), b"hello");
         held.push(stream);
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -629,6 +613,6 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
     );
     // Every held connection is still served.
     for stream in held.iter_mut().step_by(50) {
-        get_hello(stream);
+        assert_eq!(tls_client::get(stream), b"hello");
     }
 }
