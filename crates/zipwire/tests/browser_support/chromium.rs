@@ -1,4 +1,4 @@
-//! Headless Chromium (Debian's `chromium`) run as a command: `--dump-dom` and `--screenshot`.
+//! Headless Chromium (Debian's `chromium`) run as a command, for `--screenshot`.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -7,10 +7,6 @@ use std::time::{Duration, Instant};
 
 /// Longest a Chromium run may take before the test fails (a loaded 2-core machine included).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
-/// Virtual time Chromium gives the page before it dumps: the load event, then the WebSocket
-/// round trip. Virtual time runs ahead when the page is idle, so this is not 5 s of waiting.
-const VIRTUAL_TIME_BUDGET_MS: u32 = 5000;
-
 /// A Chromium binary.
 pub struct Chromium {
     path: PathBuf,
@@ -49,7 +45,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 
 /// What a Chromium run printed.
 pub struct Output {
-    /// Standard output (the DOM, for `--dump-dom`).
+    /// Standard output.
     pub stdout: String,
     /// Standard error, for failure messages.
     pub stderr: String,
@@ -74,12 +70,6 @@ impl Chromium {
     /// The binary.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The page's DOM after its scripts ran, as Chromium serializes it.
-    pub fn dump_dom(&self, url: &str) -> Output {
-        let budget = format!("--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}");
-        self.run(&["--dump-dom", &budget, url])
     }
 
     /// Writes a PNG screenshot of the page to `png`.

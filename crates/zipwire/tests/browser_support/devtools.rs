@@ -1,8 +1,10 @@
 //! Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
-//! commands in on fd 3, replies out on fd 4, each message JSON ended by a NUL byte), for a
-//! page that never finishes loading in Chromium's eyes: a live dashboard keeps an event
-//! stream open, so `--dump-dom` would dump before the first update and `--virtual-time-budget`
-//! would wait forever. A shell maps the pipe onto our stdin and stdout.
+//! commands in on fd 3, replies out on fd 4, each message JSON ended by a NUL byte), for
+//! pages whose state comes over a connection that Chromium's load tracking does not wait
+//! for: a live dashboard keeps an event stream open, so `--dump-dom` would dump before the
+//! first update and `--virtual-time-budget` would wait forever; the browser test's page
+//! writes a WebSocket echo, which virtual time does not wait for. A shell maps the pipe onto
+//! our stdin and stdout.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -140,6 +142,27 @@ impl Session {
             json!(id)
         );
         self.eval(&expression).as_str().map(str::to_owned)
+    }
+
+    /// Waits until the text of the element with `id` satisfies `ready` and returns it, or
+    /// panics with the page's DOM after `limit`.
+    pub fn wait_for_text(
+        &mut self,
+        id: &str,
+        ready: impl Fn(&str) -> bool,
+        limit: Duration,
+    ) -> String {
+        let started = Instant::now();
+        loop {
+            if let Some(text) = self.text(id).filter(|text| ready(text)) {
+                return text;
+            }
+            if started.elapsed() > limit {
+                let dom = self.dom();
+                panic!("#{id} did not change as awaited within {limit:?}:\n{dom}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until the page's `updates` counter reaches `n`, or panics after `limit`.

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Text each placeholder element holds until the page's script replaces it.
-const WAITING: &str = "waiting";
+pub const WAITING: &str = "waiting";
 /// The `#title` colour set by the stylesheet, as `getComputedStyle` reports it.
 pub const TITLE_COLOUR: &str = "rgb(12, 34, 56)";
 /// The page background set by the stylesheet, as the screenshot shows it (RGB).
