@@ -3,7 +3,7 @@
 
 use super::bits::{BitWriter, SliceWriter};
 use super::huffman::{
-    canonical_codes, code_lengths, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN, MAX_LITLEN_CODE_LEN,
+    canonical_codes, CodeBuilder, MAX_CODELEN_CODE_LEN, MAX_CODE_LEN, MAX_LITLEN_CODE_LEN,
 };
 use super::lz77::{Tokens, MATCH_FLAG};
 use super::tables::{
@@ -105,6 +105,8 @@ pub(crate) struct BlockWriter {
     rle: Vec<u16>,
     codelen_lens: [u8; 19],
     codelen_codes: [u16; 19],
+    /// Working arrays for building the codes.
+    builder: CodeBuilder,
     /// Blocks of fewer input bytes are priced as fixed and stored only (0, the stateless
     /// encoder's choice: every block is priced all three ways).
     small_block: usize,
@@ -122,6 +124,7 @@ impl BlockWriter {
             rle: Vec::with_capacity(NUM_LITLEN + NUM_DIST),
             codelen_lens: [0; 19],
             codelen_codes: [0; 19],
+            builder: CodeBuilder::new(),
             small_block: 0,
         }
     }
@@ -152,12 +155,12 @@ impl BlockWriter {
             };
         }
 
-        code_lengths(
+        self.builder.lengths(
             &tokens.litlen,
             MAX_LITLEN_CODE_LEN,
             &mut self.dynamic.lit_lens[..NUM_LITLEN],
         );
-        code_lengths(
+        self.builder.lengths(
             &tokens.dist,
             MAX_CODE_LEN,
             &mut self.dynamic.dist_lens[..NUM_DIST],
@@ -261,7 +264,8 @@ impl BlockWriter {
         for &item in &self.rle {
             freqs[usize::from(item & 0xff)] += 1;
         }
-        code_lengths(&freqs, MAX_CODELEN_CODE_LEN, &mut self.codelen_lens);
+        self.builder
+            .lengths(&freqs, MAX_CODELEN_CODE_LEN, &mut self.codelen_lens);
         canonical_codes(&self.codelen_lens, &mut self.codelen_codes);
         let hclen = 4 + CODELEN_ORDER[4..]
             .iter()

@@ -191,6 +191,18 @@ fn hash4(word: u32) -> usize {
 #[inline(always)]
 fn match_len(data: &[u8], a: usize, b: usize, max: usize) -> usize {
     let mut len = 0;
+    // Sixteen bytes per branch: a long match costs half the branches. On web/ + canterbury/
+    // against eight per branch: level 1 +2%, level 2 +1%. An AVX2 loop of 32 bytes per
+    // branch (chosen at run time) measured no faster than this one, so there is none.
+    while len + 16 <= max {
+        let x = read_u64(data, a + len) ^ read_u64(data, b + len);
+        let y = read_u64(data, a + len + 8) ^ read_u64(data, b + len + 8);
+        if x | y != 0 {
+            let z = if x == 0 { y } else { x };
+            return len + (x == 0) as usize * 8 + (z.trailing_zeros() / 8) as usize;
+        }
+        len += 16;
+    }
     while len + 8 <= max {
         let x = read_u64(data, a + len) ^ read_u64(data, b + len);
         if x != 0 {
@@ -613,6 +625,28 @@ mod tests {
             tokens.clear();
             let parsed = parse_fast(&data, 0, &mut table, (greedy, bits), &mut tokens);
             assert_ended_by_the_token_buffer(&tokens, parsed, data.len());
+        }
+    }
+
+    proptest::proptest! {
+        /// The match length is the common prefix, byte by byte, capped at `max`.
+        #[test]
+        fn match_len_is_the_common_prefix(
+            seed in proptest::collection::vec(0u8..4, 300..700),
+            a in 0usize..100,
+            gap in 1usize..200,
+        ) {
+            // Few distinct bytes, so that common prefixes of every length occur.
+            let b = a + gap;
+            let max = seed.len() - b;
+            let naive = (0..max).take_while(|&i| seed[a + i] == seed[b + i]).count();
+            proptest::prop_assert_eq!(match_len(&seed, a, b, max), naive);
+            // Copied forward byte by byte, as a match overlapping itself decodes.
+            let mut repeat = seed.clone();
+            for i in 0..max {
+                repeat[b + i] = repeat[a + i];
+            }
+            proptest::prop_assert_eq!(match_len(&repeat, a, b, max), max);
         }
     }
 
