@@ -5,7 +5,7 @@
 //! (levels 1 and 6, `Z_PARTIAL_FLUSH` per packet), and the windowed streams' memory.
 //!
 //! ```sh
-//! cargo run --release -p zipwire-codec --example window_bench -- [--seconds S] [FILES or DIRS]
+//! cargo run --release -p zipwire-codec --example window_bench -- [--seconds S] [--only TEXT] [FILES or DIRS]
 //! ```
 //!
 //! Default input: `web/` and `canterbury/` of `$ZIPWIRE_CORPUS`. Engines take turns, in an
@@ -151,6 +151,12 @@ fn main() {
         seconds = args[i + 1].parse().expect("--seconds S");
         args.drain(i..i + 2);
     }
+    // `--only TEXT`: only the engines whose name contains TEXT (to profile one of them).
+    let mut only = String::new();
+    if let Some(i) = args.iter().position(|a| a == "--only") {
+        only = args[i + 1].clone();
+        args.drain(i..i + 2);
+    }
     let data: Vec<Vec<u8>> = files(&args)
         .iter()
         .map(|f| std::fs::read(f).expect("readable file"))
@@ -162,7 +168,7 @@ fn main() {
         .collect();
     let in_bytes: usize = data.iter().map(Vec::len).sum();
     let packets: usize = streams.iter().map(Vec::len).sum();
-    let engines = [
+    let engines: Vec<Engine> = [
         Engine::Windowed(1),
         Engine::Windowed(2),
         Engine::Windowed(3),
@@ -171,7 +177,10 @@ fn main() {
         Engine::Stateless(3),
         Engine::Zlib(1),
         Engine::Zlib(6),
-    ];
+    ]
+    .into_iter()
+    .filter(|engine| engine.name().contains(&only))
+    .collect();
     let mut scratch = Scratch::new();
     let mut out = Vec::new();
     let mut out_bytes = vec![0; engines.len()];
