@@ -83,14 +83,26 @@ pub fn compress<R: Read, W: Write + ?Sized>(
         options.block_size.max(1),
         !options.level.is_stateless(),
     );
-    if options.threads <= 1 {
-        let mut worker = Worker::new(options.level);
-        while let Some(job) = blocks.next_job()? {
-            let done = worker.run(job);
-            blocks.recycle(sink.write(done)?);
+    match blocks.next_job()? {
+        Some(first) if options.threads > 1 && !first.last => {
+            run_parallel(
+                first,
+                &mut blocks,
+                &mut sink,
+                options.level,
+                options.threads,
+            )?;
         }
-    } else {
-        run_parallel(&mut blocks, &mut sink, options.level, options.threads)?;
+        // One thread, or an input of one block: starting workers for a single block would
+        // cost more than it saves (0.7 ms of a 2.6 ms run on an empty input).
+        mut next => {
+            let mut worker = Worker::new(options.level);
+            while let Some(job) = next {
+                let done = worker.run(job);
+                blocks.recycle(sink.write(done)?);
+                next = blocks.next_job()?;
+            }
+        }
     }
     let crc = sink.crc.clone().finalize();
     // ISIZE is the length modulo 2^32 (RFC 1952 §2.3.1).
@@ -354,6 +366,7 @@ fn deflate_primed(level: Compression, job: &Job, out: &mut Vec<u8>) {
 
 /// Reads and writes on this thread, compresses on `threads` workers, writes in input order.
 fn run_parallel<R: Read, W: Write + ?Sized>(
+    first: Job,
     blocks: &mut Blocks<'_, R>,
     sink: &mut Sink<'_, W>,
     level: Level,
@@ -380,19 +393,27 @@ fn run_parallel<R: Read, W: Write + ?Sized>(
             });
         }
         // Owns the task sender, so the workers stop whenever this returns, error or not.
-        feed(blocks, sink, task_tx, 2 * threads)
+        feed(first, blocks, sink, task_tx, 2 * threads)
     })
 }
 
-/// Hands blocks to the workers and writes their results in order, with at most `depth`
-/// blocks between reading and writing.
+/// Hands blocks to the workers, `first` and then those `blocks` reads, and writes their
+/// results in order, with at most `depth` blocks between reading and writing.
 fn feed<R: Read, W: Write + ?Sized>(
+    first: Job,
     blocks: &mut Blocks<'_, R>,
     sink: &mut Sink<'_, W>,
     tasks: SyncSender<(Job, SyncSender<Done>)>,
     depth: usize,
 ) -> Result<(), StreamError> {
     let mut pending: VecDeque<Receiver<Done>> = VecDeque::with_capacity(depth);
+    let dispatch = |job, pending: &mut VecDeque<_>| {
+        let (done_tx, done_rx) = mpsc::sync_channel(1);
+        tasks.send((job, done_tx)).map_err(|_| worker_lost())?;
+        pending.push_back(done_rx);
+        Ok::<_, StreamError>(())
+    };
+    dispatch(first, &mut pending)?;
     let mut reading = true;
     while reading || !pending.is_empty() {
         // Write what is ready at the front; wait for it when the pipeline is full or drained.
@@ -412,11 +433,7 @@ fn feed<R: Read, W: Write + ?Sized>(
         }
         if reading {
             match blocks.next_job()? {
-                Some(job) => {
-                    let (done_tx, done_rx) = mpsc::sync_channel(1);
-                    tasks.send((job, done_tx)).map_err(|_| worker_lost())?;
-                    pending.push_back(done_rx);
-                }
+                Some(job) => dispatch(job, &mut pending)?,
                 None => reading = false,
             }
         }
