@@ -311,10 +311,11 @@ impl Worker {
     fn run(&mut self, mut job: Job) -> Done {
         let mut crc = crc32fast::Hasher::new();
         crc.update(&job.data);
-        let mut deflate = std::mem::take(&mut job.out);
-        deflate.reserve(job.data.len() / 2 + 1024);
-        match self {
+        let room = job.data.len() / 2 + 1024;
+        let deflate = match self {
             Worker::Stateless { level, scratch } => {
+                let mut deflate = std::mem::take(&mut job.out);
+                deflate.reserve(room);
                 let mut encoder = Encoder::new(Format::Raw, *level).expect("level is stateless");
                 let result = if job.last {
                     encoder.finish(scratch, &job.data, &mut deflate)
@@ -322,9 +323,17 @@ impl Worker {
                     encoder.encode(scratch, &job.data, &mut deflate)
                 };
                 result.expect("a fresh encoder takes one call");
+                deflate
             }
-            Worker::Stateful(level) => deflate_primed(*level, &job, &mut deflate),
-        }
+            // zlib-rs's bytes depend on how much output room each of its calls gets, so a
+            // block starts from a new buffer of a set size, never from a spare one whose size
+            // depends on which block used it before (and so on the thread count).
+            Worker::Stateful(level) => {
+                let mut deflate = Vec::with_capacity(room);
+                deflate_primed(*level, &job, &mut deflate);
+                deflate
+            }
+        };
         Done {
             deflate,
             crc,
@@ -551,6 +560,30 @@ mod tests {
                 let back = decompress(Format::Gzip, &wire, Limits::default()).unwrap();
                 assert!(back == data, "len {len} level {level}");
             }
+        }
+    }
+
+    #[test]
+    fn a_stateful_block_does_not_depend_on_the_spare_buffer_it_gets() {
+        // zlib writes a second sync marker when a flush fills its output room exactly, so a
+        // spare buffer of just the output's size would change the bytes.
+        let data = generate(DataKind::Random, 200_000, 12);
+        let job = |out| Job {
+            data: data.clone(),
+            out,
+            dictionary: Vec::new(),
+            last: false,
+        };
+        let mut worker = Worker::new(Level::try_from(6).unwrap());
+        let fresh = worker.run(job(Vec::new())).deflate;
+        for room in [
+            fresh.len() - 1,
+            fresh.len(),
+            fresh.len() + 1,
+            2 * fresh.len(),
+        ] {
+            let spare = Vec::with_capacity(room);
+            assert!(worker.run(job(spare)).deflate == fresh, "room {room}");
         }
     }
 
