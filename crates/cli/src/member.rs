@@ -134,8 +134,9 @@ struct Blocks<'r, R> {
     ahead: Option<(Vec<u8>, usize)>,
     /// The tail of the previous block, for stateful levels' dictionaries.
     tail: Vec<u8>,
-    /// Whether jobs carry a dictionary (stateful levels only).
-    keep_tail: bool,
+    /// Levels 4-9: jobs carry a dictionary, and output buffers are not reused (see
+    /// [`Worker::run`]).
+    stateful: bool,
     done: bool,
     /// Input buffers written out, ready for the next reads.
     spare_inputs: Vec<Vec<u8>>,
@@ -144,13 +145,13 @@ struct Blocks<'r, R> {
 }
 
 impl<'r, R: Read> Blocks<'r, R> {
-    fn new(input: &'r mut R, size: usize, keep_tail: bool) -> Self {
+    fn new(input: &'r mut R, size: usize, stateful: bool) -> Self {
         Blocks {
             input,
             size,
             ahead: None,
             tail: Vec::new(),
-            keep_tail,
+            stateful,
             done: false,
             spare_inputs: Vec::new(),
             spare_outputs: Vec::new(),
@@ -179,7 +180,7 @@ impl<'r, R: Read> Blocks<'r, R> {
             peeked == 0
         };
         self.done = last;
-        let dictionary = if self.keep_tail {
+        let dictionary = if self.stateful {
             let tail = current[current.len().saturating_sub(DICTIONARY)..].to_vec();
             std::mem::replace(&mut self.tail, tail)
         } else {
@@ -207,10 +208,12 @@ impl<'r, R: Read> Blocks<'r, R> {
         }
     }
 
-    /// Takes back a written block's buffers for later reads and outputs.
+    /// Takes back a written block's buffers for later reads and (stateless levels) outputs.
     fn recycle(&mut self, (data, out): (Vec<u8>, Vec<u8>)) {
         self.spare_inputs.push(data);
-        self.spare_outputs.push(out);
+        if !self.stateful {
+            self.spare_outputs.push(out);
+        }
     }
 }
 
