@@ -13,6 +13,9 @@
 # Environment (defaults in brackets):
 #   SIZE [100000000]   bytes per scp transfer (the slice of large/, repeated if shorter)
 #   LINKS [1000,0]     Mbit/s; 0 is unshaped
+#   PIN [0]            1: the client (scp and its ssh) runs on core 0 and the server (sshd and
+#                      its sessions) on core 1, as on two hosts; 0: all four processes share
+#                      every core
 #   PARTS [scp,nginx]  which halves to run
 #   DURATION [10]      seconds per wrk run
 #   CONNS [500]        wrk connections
@@ -28,6 +31,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CORPUS=${ZIPWIRE_CORPUS:-$ROOT/../shared/corpus}
 SIZE=${SIZE:-100000000}
 LINKS=${LINKS:-1000,0}
+PIN=${PIN:-0}
 PARTS=${PARTS:-scp,nginx}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-500}
@@ -102,6 +106,10 @@ ssh-keygen -q -t ed25519 -N '' -f "$TMP/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$TMP/client_key"
 cp "$TMP/client_key.pub" "$TMP/authorized_keys"
 mkdir -p /run/sshd
+CLIENT_CPU=() SERVER_CPU=()
+if [ "$PIN" = 1 ]; then
+    CLIENT_CPU=(taskset -c 0) SERVER_CPU=(taskset -c 1)
+fi
 start_sshd() { # port, preload (0/1), adapt (0/1)
     cat > "$TMP/sshd_$1" << CONF
 Port $1
@@ -119,7 +127,7 @@ CONF
     local env=()
     [ "$2" = 1 ] && env+=("LD_PRELOAD=$LIB")
     [ "$3" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
-    ip netns exec "$NS_B" env "${env[@]}" /usr/sbin/sshd -D -f "$TMP/sshd_$1" -E "$TMP/sshd_$1.log" &
+    ip netns exec "$NS_B" env "${env[@]}" "${SERVER_CPU[@]}" /usr/sbin/sshd -D -f "$TMP/sshd_$1" -E "$TMP/sshd_$1.log" &
     PIDS+=($!)
     SSHD_PID[$1]=$!
 }
@@ -147,7 +155,7 @@ scp_run() { # key, label, port, file, compress (0/1), preload (0/1), adapt (0/1)
     server_before=$(sshd_cpu "${SSHD_PID[$3]}")
     start=$(date +%s.%N)
     /usr/bin/time -f '%U %S' -o "$TMP/client.time" \
-        ip netns exec "$NS_A" env "${env[@]}" scp -v "${opts[@]}" -P "$3" -i "$TMP/client_key" \
+        ip netns exec "$NS_A" env "${env[@]}" "${CLIENT_CPU[@]}" scp -v "${opts[@]}" -P "$3" -i "$TMP/client_key" \
         -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
         "$4" "root@$IP_B:/dev/null" 2> "$TMP/scp.log" || { echo "scp failed: $(tail -3 "$TMP/scp.log")" >&2; exit 1; }
     end=$(date +%s.%N)
@@ -189,6 +197,7 @@ bar_rows() { # link
 echo
 echo "scp -C upload, $SIZE bytes of large/ ($((SIZE / 3)) of incompressible/), $(nproc) cores"
 echo "(client, server: CPU ms per MB of input, of scp + ssh and of the sshd session)"
+[ "$PIN" = 1 ] && echo "(PIN=1: client on core 0, server on core 1)"
 printf '%-12s %-11s %-31s %7s %7s %9s %9s\n' link data method MB/s factor client server
 IFS=, read -ra links <<< "$LINKS"
 LINK_NAMES=()

@@ -690,7 +690,7 @@ mod tests {
     #[test]
     fn bucket_parse_ends_a_block_when_its_token_buffer_is_full() {
         let data = literal_match_pairs(1 << 18);
-        let mut table: Box<BucketTable> = vec![[0; 4]; 1 << 12]
+        let mut table: Box<BucketTable> = vec![[0; 2]; 1 << 12]
             .into_boxed_slice()
             .try_into()
             .expect("length matches BucketTable");
