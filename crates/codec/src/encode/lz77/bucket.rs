@@ -29,9 +29,18 @@
 //! suit zlib's 128-deep chains. The choices measured with it: a 5-byte hash (4 bytes: 3.961
 //! at 8% less speed; 6: 3.886), insertion of a match's first 8 positions and its last 2 (4
 //! and 2: 0.6% less ratio at the same speed), a 32-byte match ending the search (no limit:
-//! 3% slower for 0.3% more ratio), and three positions hashed from one load per step, as
+//! 3% slower for 0.3% more ratio; but see below), and three positions hashed from one load per step, as
 //! level 2 does (5% slower here: the step's candidates are too many to check without
 //! branches).
+//!
+//! Later the same day the matcher got faster without finding less (`window_bench --only
+//! "windowed 3"` on large/, builds alternating, medians of 3-4 rounds): candidates taken from
+//! a mask of agreeing tags (+6%), literals counted as the parse passes them (+1.5%), a bucket
+//! kept as two whole words (+2.3%), all three byte for byte the same output; then the last
+//! distance tried before the bucket (+3%, ratio 4.006 on large/, 5.060 on web/ +
+//! canterbury/): 198 to 223 MB/s in all. With the last distance first, a 64-byte match ends
+//! the search at no cost in speed: ratio 4.015 and 5.066 (128 bytes: 4.017, 1% slower; no
+//! limit: 4.018, 2% slower).
 //!
 //! Positions are stored modulo 2^16 with the caller's `origin`, as in
 //! [`super::parse_fast_windowed`]: entries stay valid from call to call without clearing, and a
@@ -48,7 +57,7 @@ const HASH_BYTES: u32 = 5;
 /// Positions after a match's start that are inserted (its last two are too).
 const INSERT: usize = 8;
 /// A match this long ends the search of a position.
-const NICE: usize = 32;
+const NICE: usize = 64;
 
 /// The bucket matcher's table: 4,096 buckets of four tagged positions, 64 KB. Each entry is
 /// a position (mod 2^16, low half) and 16 more bits of its string's hash (high half). A
@@ -77,13 +86,18 @@ pub(crate) fn parse_bucket(
     let mut rep = 0usize;
     while pos < stop {
         let (h, e) = entry(data, pos, origin);
-        let (mut mlen, mut dist) = longest(data, insert(table, h, e), e, (pos, origin));
-        // The last match's distance is a fifth candidate: structured data (JSON, tables)
-        // repeats at a stride, and the bucket's newest positions often miss it.
+        let cands = insert(table, h, e);
+        // The last match's distance is a fifth candidate, tried first: structured data (JSON,
+        // tables) repeats at a stride, and the bucket's newest positions often miss it. A
+        // bucket candidate must be longer to replace it. (Tried after the bucket, as until
+        // 2026-11-26: 3% slower; ratio 4.003 against 4.006 on large/, 5.073 against 5.060 on
+        // web/ + canterbury/.)
+        let (mut mlen, mut dist) = match extend(data, pos, rep, MIN_MATCH - 1) {
+            Some(l) => (l, rep),
+            None => (MIN_MATCH - 1, 0),
+        };
         if mlen < NICE {
-            if let Some(l) = extend(data, pos, rep, mlen) {
-                (mlen, dist) = (l, rep);
-            }
+            (mlen, dist) = longest(data, cands, e, (pos, origin), (mlen, dist));
         }
         if dist == 0 {
             // Counted as the parse passes it: a loop over the run when it ends would exit at
@@ -144,12 +158,18 @@ fn insert(table: &mut BucketTable, h: usize, e: u32) -> [u32; WAYS] {
     [a as u32, b as u32, (a >> 32) as u32, (b >> 32) as u32]
 }
 
-/// The longest match at `p` among the bucket's candidates whose tag equals `e`'s, newest
-/// first on a tie: `(length, distance)`, or distance 0 if none reaches [`MIN_MATCH`].
-/// `p + 16 <= data.len()`.
+/// The longest match at `p` among `best` (a length and distance found already; distance 0
+/// for none) and the bucket's candidates whose tag equals `e`'s, the earlier on a tie (`best`,
+/// then the newest candidate): `(length, distance)`, distance 0 if none reaches
+/// [`MIN_MATCH`]. `p + 16 <= data.len()`.
 #[inline(always)]
-fn longest(data: &[u8], cands: [u32; WAYS], e: u32, (p, origin): (usize, usize)) -> (usize, usize) {
-    let mut best = (MIN_MATCH - 1, 0);
+fn longest(
+    data: &[u8],
+    cands: [u32; WAYS],
+    e: u32,
+    (p, origin): (usize, usize),
+    mut best: (usize, usize),
+) -> (usize, usize) {
     let here = p.wrapping_add(origin) as u16;
     // Which candidates' tags agree, as one mask: one branch on "none" and one per candidate
     // worth measuring, where a branch per candidate mispredicted in turn (6% of the windowed
