@@ -9,7 +9,8 @@
 //! ran or how reads were split, so the output is byte-identical whatever the thread count.
 //!
 //! Memory is bounded by the number of blocks in flight: at most `2 × threads + 2` blocks of
-//! input and their outputs, however long the input.
+//! input and their outputs, however long the input. When a member ends, its buffers stay for
+//! the next member in the process ([`spare`]).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -22,6 +23,8 @@ use zipwire_codec::format::gzip;
 use zipwire_codec::{Encoder, Format, Level, Scratch};
 
 use crate::error::StreamError;
+
+mod spare;
 
 /// Uncompressed bytes per block: large enough that starting each stateless block without a
 /// dictionary costs little ratio (about 0.3 % on the large corpus), small enough that a few
@@ -146,6 +149,7 @@ struct Blocks<'r, R> {
 
 impl<'r, R: Read> Blocks<'r, R> {
     fn new(input: &'r mut R, size: usize, stateful: bool) -> Self {
+        let spare = spare::take(size);
         Blocks {
             input,
             size,
@@ -153,8 +157,8 @@ impl<'r, R: Read> Blocks<'r, R> {
             tail: Vec::new(),
             stateful,
             done: false,
-            spare_inputs: Vec::new(),
-            spare_outputs: Vec::new(),
+            spare_inputs: spare.inputs,
+            spare_outputs: spare.outputs,
         }
     }
 
@@ -186,7 +190,12 @@ impl<'r, R: Read> Blocks<'r, R> {
         } else {
             Vec::new()
         };
-        let mut out = self.spare_outputs.pop().unwrap_or_default();
+        // Stateful levels write into buffers of their own (see `Worker::run`): the spare
+        // outputs stay for a later member.
+        let mut out = match self.stateful {
+            false => self.spare_outputs.pop().unwrap_or_default(),
+            true => Vec::new(),
+        };
         out.clear();
         Ok(Some(Job {
             data: current,
@@ -214,6 +223,18 @@ impl<'r, R: Read> Blocks<'r, R> {
         if !self.stateful {
             self.spare_outputs.push(out);
         }
+    }
+}
+
+impl<R> Drop for Blocks<'_, R> {
+    /// Leaves the buffers for the next member (whatever ended this one, an error too).
+    fn drop(&mut self) {
+        let mut inputs = std::mem::take(&mut self.spare_inputs);
+        inputs.extend(self.ahead.take().map(|(buffer, _)| buffer));
+        spare::keep(spare::Spare {
+            inputs,
+            outputs: std::mem::take(&mut self.spare_outputs),
+        });
     }
 }
 
@@ -475,6 +496,24 @@ mod tests {
         assert_eq!(totals.bytes_in, data.len() as u64);
         assert_eq!(totals.bytes_out, out.len() as u64);
         out
+    }
+
+    #[test]
+    fn a_member_does_not_depend_on_the_buffers_an_earlier_one_left() {
+        // Buffers go from one member to the next (`spare`): full of random bytes or of text,
+        // and longer than the next member's blocks, they must change nothing in its output.
+        let noise = generate(DataKind::Random, 3 * BLOCK + 5000, 41);
+        let text = generate(DataKind::Text, 3 * BLOCK + 7000, 42);
+        let data = generate(DataKind::Text, 2 * BLOCK + 123, 43);
+        for (level, threads) in [(1, 2), (1, 1), (6, 2)] {
+            member(&noise, level, threads);
+            let after_noise = member(&data, level, threads);
+            member(&text, 9 - level, threads);
+            let after_text = member(&data, level, threads);
+            assert!(after_noise == after_text, "-{level} -p{threads}");
+            let plain = decompress(Format::Gzip, &after_text, Limits::default()).unwrap();
+            assert!(plain == data, "-{level} -p{threads} round trip");
+        }
     }
 
     #[test]
