@@ -10,7 +10,7 @@
 //!
 //! Memory is bounded by the number of blocks in flight: at most `2 × threads + 2` blocks of
 //! input and their outputs, however long the input. When a member ends, its buffers stay for
-//! the next member in the process ([`spare`]).
+//! the next member in the process (see `member/spare.rs`).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
