@@ -216,6 +216,13 @@ mod tests {
     use super::*;
     use crate::encode::lz77::MATCH_FLAG;
 
+    fn empty_table() -> Box<BucketTable> {
+        vec![[0; WAYS / 2]; 1 << BUCKET_BITS]
+            .into_boxed_slice()
+            .try_into()
+            .expect("length matches BucketTable")
+    }
+
     /// Replays the tokens over `data[start..]` with `data[..start]` as history.
     fn replay(data: &[u8], start: usize, tokens: &Tokens) -> Vec<u8> {
         let mut out = data[..start].to_vec();
@@ -239,10 +246,7 @@ mod tests {
         // The second half repeats the first: with the first half as history, the parse of the
         // second is almost all matches.
         let data = [&text[..20_000], &text[..20_000]].concat();
-        let mut table: Box<BucketTable> = vec![[0; WAYS / 2]; 1 << BUCKET_BITS]
-            .into_boxed_slice()
-            .try_into()
-            .expect("length matches BucketTable");
+        let mut table = empty_table();
         let mut tokens = Tokens::new();
         tokens.set_max_symbols(super::super::SYMBOLS);
         let mut second_half_tokens = 0;
@@ -271,10 +275,7 @@ mod tests {
         let text = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 30_000, 5);
         let noise = zipwire_testkit::generate(zipwire_testkit::DataKind::Random, 30_000, 6);
         let data = [&text[..], &noise[..], &text[..15_000]].concat();
-        let mut table: Box<BucketTable> = vec![[0; WAYS / 2]; 1 << BUCKET_BITS]
-            .into_boxed_slice()
-            .try_into()
-            .expect("length matches BucketTable");
+        let mut table = empty_table();
         let mut tokens = Tokens::new();
         tokens.set_max_symbols(super::super::SYMBOLS);
         let mut pos = 0;
@@ -307,10 +308,7 @@ mod tests {
         // Entries left by another stream (another origin, other bytes) must be rejected.
         let other = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 70_000, 9);
         let data = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 70_000, 10);
-        let mut table: Box<BucketTable> = vec![[0; WAYS / 2]; 1 << BUCKET_BITS]
-            .into_boxed_slice()
-            .try_into()
-            .expect("length matches BucketTable");
+        let mut table = empty_table();
         let mut tokens = Tokens::new();
         for (input, origin) in [(&other, 12_345u16), (&data, 0)] {
             let mut pos = 0;
