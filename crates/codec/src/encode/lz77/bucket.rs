@@ -46,7 +46,7 @@
 //! [`super::parse_fast_windowed`]: entries stay valid from call to call without clearing, and a
 //! stale or aliased one is caught by the window check and the byte comparison.
 
-use super::{match_length, read_u64, Tokens, MIN_MATCH, WINDOW};
+use super::{end_literals, match_length, read_u64, Tokens, MIN_MATCH, WINDOW};
 
 /// Bits of the bucket index: 4,096 buckets.
 const BUCKET_BITS: u32 = 12;
@@ -128,13 +128,7 @@ pub(crate) fn parse_bucket(
         lit_start = pos;
         stop = limit.min(lit_start + tokens.room());
     }
-    let counted = pos;
-    if pos >= limit {
-        pos = len.min(lit_start + tokens.room());
-    }
-    tokens.count(&data[counted..pos]);
-    tokens.counted_literals(pos - lit_start);
-    pos
+    end_literals(data, pos, (lit_start, pos), pos >= limit, tokens)
 }
 
 /// The bucket index and the entry of position `p` (`p + 8 <= data.len()`).
