@@ -116,7 +116,7 @@ impl Job<'_> {
         self.process(
             Input {
                 path: Path::new("stdin"),
-                reader: io::stdin().lock(),
+                reader: io::stdin(),
                 meta: None,
                 is_stdin: true,
             },
@@ -297,7 +297,7 @@ impl Job<'_> {
     }
 
     /// Runs one input into its sink and reports.
-    fn process<R: Read>(&mut self, input: Input<'_, R>, sink: Sink, header: gzip::Header) {
+    fn process<R: Read + Send>(&mut self, input: Input<'_, R>, sink: Sink, header: gzip::Header) {
         let Input {
             path,
             reader: input,
@@ -324,7 +324,7 @@ impl Job<'_> {
                 && options.mode != Mode::List
                 && (to_stream || options.mode == Mode::Test),
         };
-        let run = |output: &mut dyn Write, update: &mut dyn FnMut(Totals)| {
+        let run = |output: &mut (dyn Write + Send), update: &mut (dyn FnMut(Totals) + Send)| {
             if compressing {
                 let member = MemberOptions {
                     level: options.level,

@@ -3,20 +3,18 @@
 //! The input is cut into [`BLOCK`]-sized blocks. Each block becomes a run of raw deflate blocks
 //! ending on a byte boundary (a sync marker after all but the last), so the member is the
 //! concatenation of the blocks' outputs between one header and one trailer; the CRC-32 is
-//! computed per block on the workers and combined in order. A block's output depends only on
-//! its own bytes (levels 1-3: the stateless encoder) or on its bytes and the 32 KB before it
-//! (levels 4-9: zlib-rs primed with that dictionary, as pigz does), never on how many threads
-//! ran or how reads were split, so the output is byte-identical whatever the thread count.
+//! computed per block and combined in order. A block's output depends only on its own bytes
+//! (levels 1-3: the stateless encoder) or on its bytes and the 32 KB before it (levels 4-9:
+//! zlib-rs primed with that dictionary, as pigz does), never on how many threads ran or how
+//! reads were split, so the output is byte-identical whatever the thread count.
 //!
-//! Memory is bounded by the number of blocks in flight: at most `2 × threads + 2` blocks of
-//! input and their outputs, however long the input. When a member ends, its buffers stay for
-//! the next member in the process (see `member/spare.rs`).
+//! With several threads, each one reads a block into a buffer of its own, compresses it and
+//! writes it when its turn comes (`member/parallel.rs` says why). Memory is bounded by the
+//! blocks in flight: one input buffer per thread and at most `2 × threads` outputs, however
+//! long the input. When a member ends, its buffers stay for the next member in the process
+//! (see `member/spare.rs`).
 
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
-use std::sync::{Arc, Mutex};
-use std::thread;
 
 use flate2::{Compress, Compression, FlushCompress};
 use zipwire_codec::format::gzip;
@@ -24,6 +22,7 @@ use zipwire_codec::{Encoder, Format, Level, Scratch};
 
 use crate::error::StreamError;
 
+mod parallel;
 mod spare;
 
 /// Uncompressed bytes per block: large enough that starting each stateless block without a
@@ -39,7 +38,7 @@ const DICTIONARY: usize = 32 * 1024;
 pub struct MemberOptions {
     /// Compression level, 1-3 stateless, 4-9 zlib-rs.
     pub level: Level,
-    /// Worker threads; 1 compresses on the calling thread.
+    /// Threads that compress; 1 compresses on the calling thread alone.
     pub threads: usize,
     /// The member's header.
     pub header: gzip::Header,
@@ -60,15 +59,18 @@ pub struct Totals {
 /// Compresses all of `input` into one gzip member written to `output`, calling `progress` with
 /// the running totals after each block is written.
 ///
+/// With [`MemberOptions::threads`] above 1, `input` is read, and `output` and `progress`
+/// called, from whichever thread holds the block in turn (never two at once).
+///
 /// # Errors
 ///
 /// [`StreamError::Read`] or [`StreamError::Write`] with the first I/O error on either side;
 /// the output is then incomplete and must be discarded (it never ends with a trailer).
-pub fn compress<R: Read, W: Write + ?Sized>(
+pub fn compress<R: Read + Send, W: Write + Send + ?Sized>(
     mut input: R,
     output: &mut W,
     options: &MemberOptions,
-    progress: &mut dyn FnMut(Totals),
+    progress: &mut (dyn FnMut(Totals) + Send),
 ) -> Result<Totals, StreamError> {
     let header = options.header.to_bytes();
     output.write_all(&header).map_err(StreamError::Write)?;
@@ -86,9 +88,10 @@ pub fn compress<R: Read, W: Write + ?Sized>(
         options.block_size.max(1),
         !options.level.is_stateless(),
     );
-    match blocks.next_job()? {
+    let (data, out) = (blocks.input_buffer(), blocks.output_buffer());
+    match blocks.next_job(data, out)? {
         Some(first) if options.threads > 1 && !first.last => {
-            run_parallel(
+            parallel::run(
                 first,
                 &mut blocks,
                 &mut sink,
@@ -96,14 +99,14 @@ pub fn compress<R: Read, W: Write + ?Sized>(
                 options.threads,
             )?;
         }
-        // One thread, or an input of one block: starting workers for a single block would
+        // One thread, or an input of one block: starting threads for a single block would
         // cost more than it saves (0.7 ms of a 2.6 ms run on an empty input).
         mut next => {
             let mut worker = Worker::new(options.level);
             while let Some(job) = next {
-                let done = worker.run(job);
-                blocks.recycle(sink.write(done)?);
-                next = blocks.next_job()?;
+                let (done, data) = worker.run(job);
+                let out = sink.write(done)?;
+                next = blocks.next_job(data, out)?;
             }
         }
     }
@@ -118,32 +121,32 @@ pub fn compress<R: Read, W: Write + ?Sized>(
 }
 
 /// Most bytes of the next block read before a block is handed out: one read, which tells
-/// whether the block is the last. Reading the whole next block first (as until 2026-11-26)
-/// kept the workers waiting for it: `compress -1 -p2` on the 100 MB slice of `large/` ran 3%
-/// faster with the peek, and a pipe's block goes out without waiting for the next one.
-const PEEK: usize = 64 * 1024;
+/// whether the block is the last, so that a pipe's block goes out without waiting for the
+/// whole next one. The next reader copies these bytes to the start of its own buffer.
+const PEEK: usize = 4 * 1024;
 
 /// Reads block-sized jobs, reading the start of the next block first so that the last block
 /// is known to be last.
 ///
-/// Buffers come back through [`Blocks::recycle`] once their block is written: a long input
-/// reuses the few buffers in flight instead of faulting in fresh pages for every block, and a
-/// buffer, once zeroed, is read into without being zeroed again.
+/// A caller hands in the buffers each job reads into and writes into: a thread keeps its own
+/// from block to block, so a long input reuses a few buffers instead of faulting in fresh pages
+/// for every block, and a buffer, once zeroed, is read into without being zeroed again.
 struct Blocks<'r, R> {
     input: &'r mut R,
     size: usize,
-    /// The next block's buffer (`size` bytes long) and how much of it is read: at least one
-    /// byte, so the block before it was not the last.
-    ahead: Option<(Vec<u8>, usize)>,
+    /// The start of the next block (`peeked` bytes of it): at least one byte unless the input
+    /// has ended.
+    peek: Vec<u8>,
+    peeked: usize,
     /// The tail of the previous block, for stateful levels' dictionaries.
     tail: Vec<u8>,
     /// Levels 4-9: jobs carry a dictionary, and output buffers are not reused (see
     /// [`Worker::run`]).
     stateful: bool,
     done: bool,
-    /// Input buffers written out, ready for the next reads.
+    /// Input buffers no thread holds, ready for the next reads.
     spare_inputs: Vec<Vec<u8>>,
-    /// Output buffers written out, ready for the next jobs.
+    /// Output buffers no thread holds, ready for the next jobs.
     spare_outputs: Vec<Vec<u8>>,
 }
 
@@ -153,7 +156,8 @@ impl<'r, R: Read> Blocks<'r, R> {
         Blocks {
             input,
             size,
-            ahead: None,
+            peek: vec![0; PEEK.min(size)],
+            peeked: 0,
             tail: Vec::new(),
             stateful,
             done: false,
@@ -162,77 +166,69 @@ impl<'r, R: Read> Blocks<'r, R> {
         }
     }
 
-    /// The next block to compress; `None` after the last one.
-    fn next_job(&mut self) -> Result<Option<Job>, StreamError> {
+    /// The next block to compress, read into `data`, with `out` for its output; `None` after
+    /// the last one (the two buffers are then kept as spares).
+    fn next_job(
+        &mut self,
+        mut data: Vec<u8>,
+        mut out: Vec<u8>,
+    ) -> Result<Option<Job>, StreamError> {
         if self.done {
+            self.spare_inputs.push(data);
+            self.spare_outputs.push(out);
             return Ok(None);
         }
-        let (mut current, mut filled) = match self.ahead.take() {
-            Some(ahead) => ahead,
-            None => (self.buffer(), 0),
-        };
-        filled += fill(self.input, &mut current[filled..])?;
-        current.truncate(filled);
+        // Zeroes only what a short block left out.
+        data.resize(self.size, 0);
+        let mut filled = self.peeked;
+        data[..filled].copy_from_slice(&self.peek[..filled]);
+        filled += fill(self.input, &mut data[filled..])?;
+        data.truncate(filled);
         let last = filled < self.size || {
-            let mut next = self.buffer();
-            let peeked = read_some(self.input, &mut next[..PEEK.min(self.size)])?;
-            if peeked == 0 {
-                self.spare_inputs.push(next);
-            } else {
-                self.ahead = Some((next, peeked));
-            }
-            peeked == 0
+            self.peeked = read_some(self.input, &mut self.peek)?;
+            self.peeked == 0
         };
         self.done = last;
         let dictionary = if self.stateful {
-            let tail = current[current.len().saturating_sub(DICTIONARY)..].to_vec();
+            let tail = data[data.len().saturating_sub(DICTIONARY)..].to_vec();
             std::mem::replace(&mut self.tail, tail)
         } else {
             Vec::new()
         };
         // Stateful levels write into buffers of their own (see `Worker::run`): the spare
-        // outputs stay for a later member.
-        let mut out = match self.stateful {
-            false => self.spare_outputs.pop().unwrap_or_default(),
-            true => Vec::new(),
-        };
+        // output stays for a later member.
+        if self.stateful {
+            self.spare_outputs.push(std::mem::take(&mut out));
+        }
         out.clear();
         Ok(Some(Job {
-            data: current,
+            data,
             out,
             dictionary,
             last,
         }))
     }
 
-    /// A buffer of `size` initialised bytes: a spare one, or a fresh one.
-    fn buffer(&mut self) -> Vec<u8> {
-        match self.spare_inputs.pop() {
-            // Zeroes only what a short block left out.
-            Some(mut block) => {
-                block.resize(self.size, 0);
-                block
-            }
-            None => vec![0; self.size],
-        }
+    /// A buffer to read a block into: a spare one, or a new one of zeroes (allocated zeroed,
+    /// so that its pages are touched only where reads fill them: zeroing a block's buffer by
+    /// hand cost an empty input 0.4 ms).
+    fn input_buffer(&mut self) -> Vec<u8> {
+        self.spare_inputs
+            .pop()
+            .unwrap_or_else(|| vec![0; self.size])
     }
 
-    /// Takes back a written block's buffers for later reads and (stateless levels) outputs.
-    fn recycle(&mut self, (data, out): (Vec<u8>, Vec<u8>)) {
-        self.spare_inputs.push(data);
-        if !self.stateful {
-            self.spare_outputs.push(out);
-        }
+    /// A buffer to write a block's output into: a spare one, or a new empty one.
+    fn output_buffer(&mut self) -> Vec<u8> {
+        self.spare_outputs.pop().unwrap_or_default()
     }
 }
 
 impl<R> Drop for Blocks<'_, R> {
     /// Leaves the buffers for the next member (whatever ended this one, an error too).
     fn drop(&mut self) {
-        let mut inputs = std::mem::take(&mut self.spare_inputs);
-        inputs.extend(self.ahead.take().map(|(buffer, _)| buffer));
         spare::keep(spare::Spare {
-            inputs,
+            inputs: std::mem::take(&mut self.spare_inputs),
             outputs: std::mem::take(&mut self.spare_outputs),
         });
     }
@@ -273,8 +269,6 @@ struct Job {
 /// One compressed block, with what the writer needs to account for it.
 struct Done {
     deflate: Vec<u8>,
-    /// The block's input buffer, handed back for reuse.
-    data: Vec<u8>,
     crc: crc32fast::Hasher,
     len: u64,
 }
@@ -284,12 +278,12 @@ struct Sink<'a, W: ?Sized> {
     output: &'a mut W,
     crc: crc32fast::Hasher,
     totals: Totals,
-    progress: &'a mut dyn FnMut(Totals),
+    progress: &'a mut (dyn FnMut(Totals) + Send),
 }
 
 impl<W: Write + ?Sized> Sink<'_, W> {
-    /// Writes a finished block; returns its input and output buffers for reuse.
-    fn write(&mut self, done: Done) -> Result<(Vec<u8>, Vec<u8>), StreamError> {
+    /// Writes a finished block; returns its output buffer for reuse.
+    fn write(&mut self, done: Done) -> Result<Vec<u8>, StreamError> {
         self.output
             .write_all(&done.deflate)
             .map_err(StreamError::Write)?;
@@ -297,7 +291,7 @@ impl<W: Write + ?Sized> Sink<'_, W> {
         self.totals.bytes_in += done.len;
         self.totals.bytes_out += done.deflate.len() as u64;
         (self.progress)(self.totals);
-        Ok((done.data, done.deflate))
+        Ok(done.deflate)
     }
 }
 
@@ -332,7 +326,8 @@ impl Worker {
         }
     }
 
-    fn run(&mut self, mut job: Job) -> Done {
+    /// Compresses a block; returns it and the block's input buffer, for the next read.
+    fn run(&mut self, mut job: Job) -> (Done, Vec<u8>) {
         let mut crc = crc32fast::Hasher::new();
         crc.update(&job.data);
         let room = job.data.len() / 2 + 1024;
@@ -358,12 +353,12 @@ impl Worker {
                 deflate
             }
         };
-        Done {
+        let done = Done {
             deflate,
             crc,
             len: job.data.len() as u64,
-            data: job.data,
-        }
+        };
+        (done, job.data)
     }
 }
 
@@ -395,87 +390,6 @@ fn deflate_primed(level: Compression, job: &Job, out: &mut Vec<u8>) {
             return;
         }
     }
-}
-
-/// Reads and writes on this thread, compresses on `threads` workers, writes in input order.
-fn run_parallel<R: Read, W: Write + ?Sized>(
-    first: Job,
-    blocks: &mut Blocks<'_, R>,
-    sink: &mut Sink<'_, W>,
-    level: Level,
-    threads: usize,
-) -> Result<(), StreamError> {
-    type Task = (Job, SyncSender<Done>);
-    let (task_tx, task_rx) = mpsc::sync_channel::<Task>(threads);
-    let task_rx = Arc::new(Mutex::new(task_rx));
-    thread::scope(|scope| {
-        for _ in 0..threads {
-            let task_rx = Arc::clone(&task_rx);
-            scope.spawn(move || {
-                let mut worker = Worker::new(level);
-                loop {
-                    // A poisoned lock means another worker panicked: stop taking work.
-                    let task = match task_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((job, done_tx)) = task else { return };
-                    // The caller may have stopped on an error: then the result is not wanted.
-                    let _ = done_tx.send(worker.run(job));
-                }
-            });
-        }
-        // Owns the task sender, so the workers stop whenever this returns, error or not.
-        feed(first, blocks, sink, task_tx, 2 * threads)
-    })
-}
-
-/// Hands blocks to the workers, `first` and then those `blocks` reads, and writes their
-/// results in order, with at most `depth` blocks between reading and writing.
-fn feed<R: Read, W: Write + ?Sized>(
-    first: Job,
-    blocks: &mut Blocks<'_, R>,
-    sink: &mut Sink<'_, W>,
-    tasks: SyncSender<(Job, SyncSender<Done>)>,
-    depth: usize,
-) -> Result<(), StreamError> {
-    let mut pending: VecDeque<Receiver<Done>> = VecDeque::with_capacity(depth);
-    let dispatch = |job, pending: &mut VecDeque<_>| {
-        let (done_tx, done_rx) = mpsc::sync_channel(1);
-        tasks.send((job, done_tx)).map_err(|_| worker_lost())?;
-        pending.push_back(done_rx);
-        Ok::<_, StreamError>(())
-    };
-    dispatch(first, &mut pending)?;
-    let mut reading = true;
-    while reading || !pending.is_empty() {
-        // Write what is ready at the front; wait for it when the pipeline is full or drained.
-        while let Some(front) = pending.front() {
-            let must_wait = pending.len() >= depth || !reading;
-            let done = if must_wait {
-                front.recv().map_err(|_| worker_lost())?
-            } else {
-                match front.try_recv() {
-                    Ok(done) => done,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return Err(worker_lost()),
-                }
-            };
-            pending.pop_front();
-            blocks.recycle(sink.write(done)?);
-        }
-        if reading {
-            match blocks.next_job()? {
-                Some(job) => dispatch(job, &mut pending)?,
-                None => reading = false,
-            }
-        }
-    }
-    Ok(())
-}
-
-fn worker_lost() -> StreamError {
-    StreamError::Write(io::Error::other("a compression thread failed"))
 }
 
 #[cfg(test)]
@@ -617,7 +531,7 @@ mod tests {
             last: false,
         };
         let mut worker = Worker::new(Level::try_from(6).unwrap());
-        let fresh = worker.run(job(Vec::new())).deflate;
+        let fresh = worker.run(job(Vec::new())).0.deflate;
         for room in [
             fresh.len() - 1,
             fresh.len(),
@@ -625,7 +539,7 @@ mod tests {
             2 * fresh.len(),
         ] {
             let spare = Vec::with_capacity(room);
-            assert!(worker.run(job(spare)).deflate == fresh, "room {room}");
+            assert!(worker.run(job(spare)).0.deflate == fresh, "room {room}");
         }
     }
 
@@ -656,7 +570,7 @@ mod tests {
                 header: gzip::Header::minimal(level),
                 block_size,
             };
-            let run = |input: &mut dyn Read| {
+            let run = |input: &mut (dyn Read + Send)| {
                 let mut out = Vec::new();
                 compress(input, &mut out, &options, &mut |_| {}).unwrap();
                 out

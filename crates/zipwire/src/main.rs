@@ -40,22 +40,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs `command` writing to `out`, then flushes it.
+fn with<W: Write>(
+    mut out: W,
+    command: impl FnOnce(&mut W) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let code = command(&mut out)?;
+    out.flush()?;
+    Ok(code)
+}
+
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     let _log = logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)))?;
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    // Not for compress and decompress: their threads write to stdout themselves, and a lock
+    // held here would keep them waiting for ever.
+    let out = || io::BufWriter::new(io::stdout().lock());
     let code = match cli.command {
-        Command::Bench(args) => bench::run(&args, &mut out)?,
-        Command::Proxy(args) => proxy::run(&args, &mut out)?,
-        Command::Demo(args) => demo::run(&args, &mut out)?,
+        Command::Bench(args) => with(out(), |out| bench::run(&args, out))?,
+        Command::Proxy(args) => with(out(), |out| proxy::run(&args, out))?,
+        Command::Demo(args) => with(out(), |out| demo::run(&args, out))?,
         Command::Compress(args) => gzip::run(&args, cli.verbose > 0, "zipwire"),
         Command::Decompress(mut args) => {
             args.decompress = true;
             gzip::run(&args, cli.verbose > 0, "zipwire")
         }
-        Command::Tunnel(args) => tunnel::run(&args, cli.verbose > 0, &mut out)?,
+        Command::Tunnel(args) => with(out(), |out| tunnel::run(&args, cli.verbose > 0, out))?,
     };
-    out.flush()?;
     Ok(code)
 }
 
