@@ -161,6 +161,11 @@ def main():
     print(f"ratio      zipwire -1 -p2 / pigz -1 -p2: {ours[1] / peer[1]:.3f}x")
     print(f"decompression zipwire -d / pigz -d:      {dsummary['pigz -d'] / dsummary['zipwire -d']:.2f}x")
     print(f"peak RSS of any zipwire run:             {peak / 1e6:.1f} MB")
+    igzip = summary["igzip -1 -T2"]
+    print()
+    print("# issue 26 bar: zipwire -1 -p2 >= 1.5x igzip -1 -T2 throughput at >= 1.0x its ratio")
+    print(f"throughput zipwire -1 -p2 / igzip -1 -T2: {igzip[0] / ours[0]:.3f}x")
+    print(f"ratio      zipwire -1 -p2 / igzip -1 -T2: {ours[1] / igzip[1]:.3f}x")
     if not os.environ.get("WORK"):
         shutil.rmtree(work)
 
