@@ -70,9 +70,11 @@ pub(super) fn run<R: Read + Send, W: Write + Send + ?Sized>(
     if let Some(err) = writing.failed {
         return Err(err);
     }
-    // Every thread stops only after the input ended or something failed: every block handed
-    // out was written.
-    debug_assert!(writing.next == reading.next && writing.parked.is_empty());
+    // Every thread stops only once the input has ended or something failed, so every block
+    // handed out was written. Should that ever not hold, the member must not end as if whole.
+    if writing.next != reading.next || !writing.parked.is_empty() {
+        return Err(worker_lost());
+    }
     reading.blocks.spare_outputs.extend(writing.spare);
     Ok(())
 }
