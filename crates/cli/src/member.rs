@@ -398,13 +398,18 @@ mod tests {
     use zipwire_codec::{decompress, Limits};
     use zipwire_testkit::{generate, DataKind};
 
-    fn member(data: &[u8], level: u8, threads: usize) -> Vec<u8> {
-        let options = MemberOptions {
+    /// Options for gzip level `level` (with the smallest header) on `threads` threads.
+    pub(super) fn options(level: u8, threads: usize, block_size: usize) -> MemberOptions {
+        MemberOptions {
             level: Level::try_from(level).unwrap(),
             threads,
             header: gzip::Header::minimal(level),
-            block_size: BLOCK,
-        };
+            block_size,
+        }
+    }
+
+    fn member(data: &[u8], level: u8, threads: usize) -> Vec<u8> {
+        let options = options(level, threads, BLOCK);
         let mut out = Vec::new();
         let totals = compress(data, &mut out, &options, &mut |_| {}).unwrap();
         assert_eq!(totals.bytes_in, data.len() as u64);
@@ -488,12 +493,7 @@ mod tests {
             level in proptest::sample::select(vec![1u8, 2, 3, 4, 6, 9]),
         ) {
             let member = |threads| {
-                let options = MemberOptions {
-                    level: Level::try_from(level).unwrap(),
-                    threads,
-                    header: gzip::Header::minimal(level),
-                    block_size,
-                };
+                let options = options(level, threads, block_size);
                 let mut out = Vec::new();
                 compress(&input[..], &mut out, &options, &mut |_| {}).unwrap();
                 out
@@ -564,12 +564,7 @@ mod tests {
         }
         let data = generate(DataKind::Text, 20_000, 5);
         for (level, threads, block_size) in [(1, 1, 3_000), (1, 2, 3_000), (6, 2, 4_096)] {
-            let options = MemberOptions {
-                level: Level::try_from(level).unwrap(),
-                threads,
-                header: gzip::Header::minimal(level),
-                block_size,
-            };
+            let options = options(level, threads, block_size);
             let run = |input: &mut (dyn Read + Send)| {
                 let mut out = Vec::new();
                 compress(input, &mut out, &options, &mut |_| {}).unwrap();
@@ -598,18 +593,23 @@ mod tests {
                 Ok(n)
             }
         }
-        for threads in [1, 2] {
-            let options = MemberOptions {
-                level: Level::FASTEST,
-                threads,
-                header: gzip::Header::minimal(1),
-                block_size: BLOCK,
-            };
-            let mut out = Vec::new();
-            let result = compress(Failing(3 * BLOCK), &mut out, &options, &mut |_| {});
-            assert!(matches!(result, Err(StreamError::Read(_))), "{result:?}");
-            // Nothing that looks like a complete member was written.
-            assert!(decompress(Format::Gzip, &out, Limits::default()).is_err());
+        // Whole blocks, and (with several threads, every one of which must stop) small blocks
+        // failing at, just past and well after a block's end.
+        let cases = [(1, BLOCK, 3 * BLOCK)]
+            .into_iter()
+            .chain([5_000, 16_384, 16_385, 100_000].map(|left| (6, 16_384, left)));
+        for (level, block_size, left) in cases {
+            for threads in [1, 2, 3, 8] {
+                let options = options(level, threads, block_size);
+                let mut out = Vec::new();
+                let result = compress(Failing(left), &mut out, &options, &mut |_| {});
+                assert!(
+                    matches!(result, Err(StreamError::Read(_))),
+                    "-{level} -p{threads} after {left}: {result:?}"
+                );
+                // Nothing that looks like a complete member was written.
+                assert!(decompress(Format::Gzip, &out, Limits::default()).is_err());
+            }
         }
     }
 }

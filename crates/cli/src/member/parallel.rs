@@ -217,21 +217,12 @@ fn worker_lost() -> StreamError {
 
 #[cfg(test)]
 mod tests {
-    use zipwire_codec::format::gzip;
     use zipwire_codec::{decompress, Format, Limits};
     use zipwire_testkit::{generate, DataKind};
 
-    use super::super::{compress, MemberOptions, Totals};
+    use super::super::tests::options;
+    use super::super::{compress, Totals};
     use super::*;
-
-    fn options(level: u8, threads: usize, block_size: usize) -> MemberOptions {
-        MemberOptions {
-            level: Level::try_from(level).unwrap(),
-            threads,
-            header: gzip::Header::minimal(level),
-            block_size,
-        }
-    }
 
     #[test]
     fn blocks_are_written_and_reported_in_input_order() {
@@ -297,35 +288,6 @@ mod tests {
                 );
                 // What went out before the error is no complete member.
                 assert!(decompress(Format::Gzip, &full.written, Limits::default()).is_err());
-            }
-        }
-    }
-
-    #[test]
-    fn a_read_error_stops_every_thread_and_is_reported() {
-        /// Gives `left` bytes of text, then fails.
-        struct Failing(usize);
-        impl Read for Failing {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                if self.0 == 0 {
-                    return Err(io::Error::other("disk on fire"));
-                }
-                let n = buf.len().min(self.0);
-                buf[..n].fill(b'a');
-                self.0 -= n;
-                Ok(n)
-            }
-        }
-        for threads in [2, 3, 8] {
-            for left in [5_000, 16_384, 16_385, 100_000] {
-                let mut out = Vec::new();
-                let options = options(6, threads, 16_384);
-                let result = compress(Failing(left), &mut out, &options, &mut |_| {});
-                assert!(
-                    matches!(result, Err(StreamError::Read(_))),
-                    "-p{threads} after {left}: {result:?}"
-                );
-                assert!(decompress(Format::Gzip, &out, Limits::default()).is_err());
             }
         }
     }
