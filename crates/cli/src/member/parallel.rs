@@ -55,7 +55,15 @@ pub(super) fn run<R: Read + Send, W: Write + Send + ?Sized>(
     };
     thread::scope(|scope| {
         for _ in 1..threads {
-            scope.spawn(|| shared.work(level));
+            // Where the system refuses another thread (a process limit), the member goes on
+            // with the threads it has: this one always works too, so nothing waits for a
+            // thread that never started.
+            if thread::Builder::new()
+                .spawn_scoped(scope, || shared.work(level))
+                .is_err()
+            {
+                break;
+            }
         }
         shared.work(level);
     });
@@ -75,7 +83,9 @@ pub(super) fn run<R: Read + Send, W: Write + Send + ?Sized>(
     if writing.next != reading.next || !writing.parked.is_empty() {
         return Err(worker_lost());
     }
-    reading.blocks.spare_outputs.extend(writing.spare);
+    for out in writing.spare {
+        reading.blocks.keep_output(out);
+    }
     Ok(())
 }
 
