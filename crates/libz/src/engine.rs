@@ -114,8 +114,10 @@ pub(crate) struct Engine {
     pub(crate) gzhead: *mut gz_header,
     pub(crate) status: Status,
     pub(crate) last_flush: c_int,
-    /// A flush has been written and no input has come since.
-    pub(crate) flushed: bool,
+    /// The strongest flush written since the last input came, as [`rank`] orders them (0:
+    /// none). A flush no stronger is not written again (a call repeated because the output
+    /// ran out); a stronger one is (`Z_BLOCK`, then `Z_SYNC_FLUSH` for the byte boundary).
+    pub(crate) flushed: c_int,
     pub(crate) input: Buf,
     pub(crate) pending: Buf,
 }
@@ -136,8 +138,10 @@ enum End {
     Final,
 }
 
-/// zlib's ordering of flush values, to tell a repeated flush from a stronger one.
-fn rank(flush: c_int) -> c_int {
+/// zlib's ordering of flush values, to tell a repeated flush from a stronger one:
+/// `Z_NO_FLUSH` 0, `Z_BLOCK` 1, `Z_PARTIAL_FLUSH` 2, `Z_SYNC_FLUSH` 4, `Z_FULL_FLUSH` 6,
+/// `Z_FINISH` 8.
+pub(crate) fn rank(flush: c_int) -> c_int {
     flush * 2 - if flush > 4 { 9 } else { 0 }
 }
 
@@ -201,7 +205,7 @@ impl Engine {
         strm.adler = self.initial_checksum().into();
         self.status = Status::Init;
         self.last_flush = -2;
-        self.flushed = false;
+        self.flushed = 0;
         self.input.start = 0;
         self.input.len = 0;
         self.pending.start = 0;
@@ -323,7 +327,7 @@ impl Engine {
         // SAFETY: len + n <= cap of our buffer; data is the caller's, a different buffer.
         unsafe { ptr::copy_nonoverlapping(data.as_ptr(), self.input.ptr.add(self.input.len), n) };
         self.input.len += n;
-        self.flushed = false;
+        self.flushed = 0;
     }
 
     /// Compresses `data` (all of it) into the pending buffer.
@@ -343,8 +347,10 @@ impl Engine {
                 self.encoder.encode(scratch, data, out)
             };
             done.map_err(|_| Z_STREAM_ERROR)?;
-            // Stored blocks end byte-aligned without the marker a sync flush promises.
-            if end == End::Sync && store && !data.is_empty() {
+            // Stored blocks end byte-aligned without the marker a sync flush promises, and no
+            // input gives no output at all: every chunk ends on a byte boundary, so the
+            // marker (an empty stored block) follows as bytes.
+            if end == End::Sync && (store || data.is_empty()) {
                 out.extend_from_slice(&SYNC_MARKER);
             }
             self.emit(strm, out)
@@ -442,7 +448,7 @@ impl Engine {
                 // A whole chunk straight from the caller's buffer, no copy.
                 // SAFETY: chunk < avail_in.
                 let data = unsafe { self.consume(strm, chunk) };
-                self.flushed = false;
+                self.flushed = 0;
                 self.compress(strm, data, End::Open)?;
                 continue;
             }
@@ -470,13 +476,13 @@ impl Engine {
             }
             _ => {}
         }
-        if !self.flushed {
+        if rank(flush) > self.flushed {
             let marker = flush == Z_SYNC_FLUSH || flush == Z_FULL_FLUSH;
             if self.input.len > 0 || marker {
                 let end = if marker { End::Sync } else { End::Open };
                 self.compress_input(strm, end)?;
             }
-            self.flushed = true;
+            self.flushed = rank(flush);
         }
         self.drain(strm);
         if self.pending.len != 0 {

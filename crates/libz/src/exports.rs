@@ -14,8 +14,8 @@ use core::ptr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use libz_rs_sys::{
-    gz_headerp, z_stream, z_streamp, Bytef, Z_BLOCK, Z_DEFAULT_COMPRESSION, Z_DEFLATED, Z_FIXED,
-    Z_HUFFMAN_ONLY, Z_OK, Z_RLE, Z_STREAM_ERROR, Z_VERSION_ERROR,
+    gz_headerp, z_stream, z_streamp, Bytef, Z_BLOCK, Z_BUF_ERROR, Z_DEFAULT_COMPRESSION,
+    Z_DEFLATED, Z_FIXED, Z_HUFFMAN_ONLY, Z_OK, Z_RLE, Z_STREAM_ERROR, Z_VERSION_ERROR,
 };
 
 use crate::config::{self, Target};
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn deflateInit2_(
             gzhead: ptr::null_mut(),
             status: Status::Init,
             last_flush: -2,
-            flushed: false,
+            flushed: 0,
             input: Buf::EMPTY,
             pending: Buf::EMPTY,
         };
@@ -324,7 +324,11 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
             let target = config::get().levels[level as usize];
             let zlib_only = matches!(strategy, Z_HUFFMAN_ONLY | Z_RLE | Z_FIXED);
             let engine = engine_of(state);
-            if (target == Target::Zlib || zlib_only) && engine.is_fresh(strm) {
+            let fresh = engine.is_fresh(strm);
+            // The windowed encoder has no stored level: a fresh stream asking for one goes to
+            // zlib-rs like any level zipwire does not serve.
+            let stored = target == Target::Zipwire(0) && engine.windowed.is_some();
+            if (target == Target::Zlib || zlib_only || stored) && fresh {
                 // SAFETY: strm owns the state.
                 return unsafe { state.start_zlib(strm, level, strategy) };
             }
@@ -334,10 +338,20 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
                 Target::Zipwire(zw) => zw,
                 Target::Zlib => 3,
             };
-            if let Err(code) = engine.flush_input(strm) {
-                return set_error(strm, code);
+            // As zlib: what came before the change goes out at the old level (a block end),
+            // unless nothing has been written yet, when the stream is not touched at all.
+            if !fresh {
+                if let Err(code) = engine.flush_input(strm) {
+                    return set_error(strm, code);
+                }
             }
             (engine.encoder, engine.stored) = engine::encoder_for(zipwire);
+            if let Some(windowed) = engine.windowed.as_mut() {
+                let level = Level::try_from(zipwire.max(1)).unwrap_or(Level::FASTEST);
+                if windowed.set_level(level).is_err() {
+                    return set_error(strm, Z_STREAM_ERROR);
+                }
+            }
             engine.level = level;
             engine.strategy = strategy;
             Z_OK
@@ -428,16 +442,44 @@ pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int
     dispatch(
         strm,
         state,
-        |strm, state| match to_zlib_if_fresh(strm, state) {
-            Ok(()) => state.call_zlib(strm, |inner| {
-                // SAFETY: zlib-rs's live stream.
-                unsafe { libz_rs_sys::deflatePrime(inner, bits, value) }
-            }),
-            Err(code) => code,
+        |strm, state| {
+            if !engine_of(state).is_fresh(strm) {
+                return prime_windowed(strm, engine_of(state), bits, value);
+            }
+            match to_zlib_if_fresh(strm, state) {
+                Ok(()) => state.call_zlib(strm, |inner| {
+                    // SAFETY: zlib-rs's live stream.
+                    unsafe { libz_rs_sys::deflatePrime(inner, bits, value) }
+                }),
+                Err(code) => code,
+            }
         },
         // SAFETY: zlib-rs's live stream.
         |inner| unsafe { libz_rs_sys::deflatePrime(inner, bits, value) },
     )
+}
+
+/// `deflatePrime` on a started zipwire stream: the windowed encoder takes the bits (whole
+/// bytes wait in the pending buffer, as zlib's do). A stream of stateless chunks cannot: its
+/// next chunk starts on a byte boundary.
+fn prime_windowed(strm: &mut z_stream, engine: &mut Engine, bits: c_int, value: c_int) -> c_int {
+    if !(0..=16).contains(&bits) {
+        return Z_BUF_ERROR;
+    }
+    let Some(windowed) = engine.windowed.as_mut() else {
+        return set_error(strm, Z_STREAM_ERROR);
+    };
+    let mut bytes = Vec::new();
+    if windowed
+        .prime(bits as u32, value as u32, &mut bytes)
+        .is_err()
+    {
+        return set_error(strm, Z_STREAM_ERROR);
+    }
+    match engine.push_pending(strm, &bytes) {
+        Ok(()) => Z_OK,
+        Err(code) => set_error(strm, code),
+    }
 }
 
 /// zlib's `deflateSetHeader`: the gzip header written before the first byte.
@@ -508,14 +550,18 @@ pub unsafe extern "C" fn deflatePending(
         strm,
         state,
         |_, state| {
-            let len = engine_of(state).pending_len() as c_uint;
+            let engine = engine_of(state);
+            let len = engine.pending_len() as c_uint;
+            // Chunks of the stateless encoder end on a byte boundary; the windowed encoder may
+            // hold up to 7 bits after a block end (pigz pads by them before joining streams).
+            let held = engine.windowed.as_ref().map_or(0, |w| w.pending_bits()) as c_int;
             // SAFETY: null or writable (the caller's contract).
             unsafe {
                 if !pending.is_null() {
                     *pending = len;
                 }
                 if !bits.is_null() {
-                    *bits = 0;
+                    *bits = held;
                 }
             }
             Z_OK

@@ -11,7 +11,7 @@ use libz_rs_sys::{
 use zipwire_codec::BlockEnd;
 use zipwire_tunnel::detect::{self, Verdict};
 
-use crate::engine::{Engine, Status, MAX_CHUNK, WORK};
+use crate::engine::{rank, Engine, Status, MAX_CHUNK, WORK};
 
 impl Engine {
     /// Compresses `data` with the windowed encoder, ending the call as `end` says (`None`:
@@ -22,8 +22,9 @@ impl Engine {
         data: &[u8],
         end: Option<BlockEnd>,
     ) -> Result<(), c_int> {
-        let store =
-            self.adapt && !data.is_empty() && detect::inspect(data) != Verdict::Compressible;
+        // zipwire level 0 (a level changed by deflateParams mid-stream) stores every block.
+        let store = !data.is_empty()
+            && (self.stored || (self.adapt && detect::inspect(data) != Verdict::Compressible));
         let Some(encoder) = self.windowed.as_mut() else {
             return Err(Z_STREAM_ERROR);
         };
@@ -93,7 +94,7 @@ impl Engine {
             let n = (strm.avail_in as usize).min(MAX_CHUNK);
             // SAFETY: n <= avail_in.
             let data = unsafe { self.consume(strm, n) };
-            self.flushed = false;
+            self.flushed = 0;
             self.compress_windowed(strm, data, Some(BlockEnd::Open))?;
         }
         let end = match flush {
@@ -114,9 +115,9 @@ impl Engine {
             Z_FULL_FLUSH => BlockEnd::Full,
             _ => BlockEnd::Block,
         };
-        if !self.flushed {
+        if rank(flush) > self.flushed {
             self.compress_windowed(strm, &[], Some(end))?;
-            self.flushed = true;
+            self.flushed = rank(flush);
         }
         if self.pending.len != 0 {
             self.last_flush = -1;

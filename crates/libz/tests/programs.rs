@@ -1,6 +1,6 @@
 //! Real programs with the library preloaded (issue 25, proof "real programs"): Debian's
 //! nginx gzip module, OpenSSH's `ssh -C`/`scp -C` (one end preloaded, then both), and
-//! Python's zlib module. Each skips with a note where its Debian package is missing and
+//! Python's zlib module, pigz. Each skips with a note where its Debian package is missing and
 //! fails under CI=true.
 
 mod common;
@@ -365,4 +365,58 @@ print("round trips", n)
         "the library was not loaded: {stderr}"
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("round trips"));
+}
+
+#[test]
+fn pigz_preloaded_writes_files_gzip_decodes() {
+    // pigz ends each block's job with Z_BLOCK, asks deflatePending how many bits are left,
+    // pads with Z_SYNC_FLUSH or deflatePrime, then joins the next job's stream: the library
+    // must report those bits and take the padding, or the file is corrupt with exit status 0.
+    if !have("/usr/bin/pigz", "pigz") || !have("/usr/bin/gzip", "gzip") {
+        return;
+    }
+    let mut data = Vec::new();
+    for dir in ["web", "canterbury"] {
+        for file in zipwire_testkit::corpus_files(dir) {
+            data.extend(std::fs::read(&file).expect("corpus file"));
+        }
+    }
+    if data.is_empty() {
+        return;
+    }
+    data.truncate(6 << 20);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let plain = tmp.path().join("plain");
+    std::fs::write(&plain, &data).expect("write input");
+    for args in [
+        &["-1", "-p", "2", "-b", "32"][..],
+        &["-6", "-p", "4", "-b", "64"],
+        &["-3", "-i", "-p", "2", "-b", "32"],
+        &["-6", "-p", "1"],
+    ] {
+        let out = Command::new("/usr/bin/pigz")
+            .args(args)
+            .arg("-c")
+            .arg(&plain)
+            .env("LD_PRELOAD", common::library())
+            .env("ZIPWIRE_ZLIB_LOG", "1")
+            .output()
+            .expect("pigz");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "pigz {args:?}: {stderr}");
+        assert!(stderr.contains("zipwire-libz"), "not loaded: {stderr}");
+        let gz = tmp.path().join("out.gz");
+        std::fs::write(&gz, &out.stdout).expect("write .gz");
+        let back = Command::new("/usr/bin/gzip")
+            .arg("-dc")
+            .arg(&gz)
+            .output()
+            .expect("gzip -dc");
+        assert!(
+            back.status.success(),
+            "pigz {args:?}: gzip -dc: {}",
+            String::from_utf8_lossy(&back.stderr)
+        );
+        assert!(back.stdout == data, "pigz {args:?}: round trip differs");
+    }
 }

@@ -191,6 +191,32 @@ impl WindowedEncoder {
         Ok(())
     }
 
+    /// Output bits the stream holds that are not yet on a byte boundary (0-7): zlib's
+    /// `deflatePending` reports them, and callers that join streams (pigz) pad by them.
+    pub fn pending_bits(&self) -> u32 {
+        self.pending_bits.1
+    }
+
+    /// Appends the low `bits` bits (at most 16) of `value` to the output, after what the
+    /// stream has written and before what it writes next (zlib's `deflatePrime`): whole bytes
+    /// go to `out`, the rest stays pending. The caller answers for what the bits mean to a
+    /// decoder: pigz, for one, pads with empty fixed-code blocks up to a byte boundary.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::Finished`] after [`WindowedEncoder::finish`], until a reset.
+    pub fn prime(&mut self, bits: u32, value: u32, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if self.finished {
+            return Err(EncodeError::Finished);
+        }
+        let bits = bits.min(16);
+        let (pending, nbits) = self.pending_bits;
+        let mut w = BitWriter::with_pending(out, pending, nbits);
+        w.put(u64::from(value) & ((1 << bits) - 1), bits);
+        self.pending_bits = w.suspend();
+        Ok(())
+    }
+
     /// The stream's level.
     pub fn level(&self) -> Level {
         self.level

@@ -162,6 +162,35 @@ fn a_partial_flush_ends_with_an_empty_fixed_block() {
 }
 
 #[test]
+fn primed_empty_blocks_pad_a_block_end_to_a_byte_boundary() {
+    // pigz's way of joining streams: end a job with a block end (no alignment), read how many
+    // bits are pending, and add empty fixed-code blocks (10 bits each) until none are, or
+    // sync when their count is odd.
+    let text = zipwire_testkit::generate(zipwire_testkit::DataKind::Text, 20_000, 11);
+    for n in 1..=3 {
+        for cut in [1, 700, 9_999, 20_000] {
+            let mut enc = WindowedEncoder::new(level(n)).unwrap();
+            let mut out = Vec::new();
+            enc.encode(&text[..cut], BlockEnd::Block, &mut out).unwrap();
+            // An odd count never reaches 0 by tens: pigz syncs instead.
+            if enc.pending_bits() % 2 == 1 {
+                enc.encode(&[], BlockEnd::Sync, &mut out).unwrap();
+            }
+            let mut primes = 0;
+            while enc.pending_bits() != 0 {
+                enc.prime(10, 0b010, &mut out).unwrap();
+                primes += 1;
+                assert!(primes < 4, "level {n} cut {cut}: never aligned");
+            }
+            // Another stream's output, joined on the byte boundary.
+            let mut rest = WindowedEncoder::new(level(n)).unwrap();
+            rest.finish(&text[cut..], &mut out).unwrap();
+            assert!(inflate(&out) == text, "level {n} cut {cut}");
+        }
+    }
+}
+
+#[test]
 fn tiny_calls_get_the_fixed_code() {
     // 63 bytes of two letters: the stateless encoder, which prices every block three ways,
     // finds a dynamic code cheaper; the windowed one does not build one for such a block.

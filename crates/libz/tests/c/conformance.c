@@ -224,12 +224,166 @@ static int api_errors(void) {
     return 0;
 }
 
+/* Text-like bytes from a few words, compressible at every level. */
+static void fill_text(unsigned char *b, size_t n) {
+    static const char *words[] = {"alpha ", "beta ", "<div class=\"x\">", "gamma\n", "0123",
+                                  "{\"k\":", "zz", " "};
+    size_t i = 0;
+    while (i < n) {
+        uint32_t x = rnd(1000);
+        if (x < 100) { b[i++] = (unsigned char)x; continue; }
+        const char *w = words[x % 8];
+        for (size_t j = 0; w[j] && i < n; j++) b[i++] = (unsigned char)w[j];
+    }
+}
+
+/* Inflates n bytes of raw deflate (or wb's format) with a sync flush; returns bytes out. */
+static size_t inflate_some(const unsigned char *in, size_t n, unsigned char *out, size_t cap,
+                           int wb, const unsigned char *dict, uInt dict_len, int *ret) {
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    inflateInit2(&s, wb);
+    s.next_in = (Bytef *)in; s.avail_in = (uInt)n; s.next_out = out; s.avail_out = (uInt)cap;
+    *ret = inflate(&s, Z_SYNC_FLUSH);
+    if (*ret == Z_NEED_DICT && dict) {
+        inflateSetDictionary(&s, dict, dict_len);
+        *ret = inflate(&s, Z_SYNC_FLUSH);
+    }
+    size_t got = cap - s.avail_out;
+    inflateEnd(&s);
+    return got;
+}
+
+/* Flushes after flushes, deflatePending's bits, deflatePrime and deflateParams, as zlib
+ * does them: pigz joins streams with Z_BLOCK, deflatePending and deflatePrime or
+ * Z_SYNC_FLUSH; a stronger flush after a weaker one with no input between is still written;
+ * deflateParams before the first deflate() writes nothing and leaves the stream fresh. */
+static int flush_rules(void) {
+    enum { N = 60000 };
+    static unsigned char data[N], out[2 * N + 4096], back[N + 16];
+    static const int levels[] = {1, 2, 3, 6};
+    fill_text(data, N);
+    for (int l = 0; l < 4; l++) {
+        int level = levels[l];
+        for (size_t cut = 1; cut < N; cut += 7919) {
+            /* pigz: a job ends with Z_BLOCK, then the next job's stream follows on a byte
+             * boundary. */
+            z_stream s;
+            memset(&s, 0, sizeof s);
+            CHECK(deflateInit2(&s, level, Z_DEFLATED, -15, 8, 0) == Z_OK, "init");
+            s.next_in = data; s.avail_in = (uInt)cut; s.next_out = out; s.avail_out = sizeof out;
+            CHECK(deflate(&s, Z_BLOCK) == Z_OK, "Z_BLOCK");
+            int bits;
+            CHECK(deflatePending(&s, NULL, &bits) == Z_OK && bits >= 0 && bits < 8, "pending");
+            if (bits & 1) {
+                CHECK(deflate(&s, Z_SYNC_FLUSH) == Z_OK, "sync after Z_BLOCK");
+            } else if (bits & 7) {
+                do {
+                    CHECK(deflatePrime(&s, 10, 2) == Z_OK, "deflatePrime");
+                    deflatePending(&s, NULL, &bits);
+                } while (bits & 7);
+                deflate(&s, Z_BLOCK);
+            }
+            unsigned pending;
+            CHECK(deflatePending(&s, &pending, &bits) == Z_OK && pending == 0 && bits == 0,
+                  "level %d cut %zu: %u bytes and %d bits still pending", level, cut, pending,
+                  bits);
+            size_t first = s.total_out;
+            deflateEnd(&s);
+            memset(&s, 0, sizeof s);
+            deflateInit2(&s, level, Z_DEFLATED, -15, 8, 0);
+            s.next_in = data + cut; s.avail_in = (uInt)(N - cut);
+            s.next_out = out + first; s.avail_out = (uInt)(sizeof out - first);
+            CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "second stream");
+            size_t total = first + s.total_out;
+            deflateEnd(&s);
+            int ret;
+            size_t got = inflate_some(out, total, back, sizeof back, -15, NULL, 0, &ret);
+            CHECK(ret == Z_STREAM_END && got == N && !memcmp(back, data, N),
+                  "level %d cut %zu: joined streams inflate to %zu bytes (%d)", level, cut, got,
+                  ret);
+        }
+        /* A weaker flush, then a stronger one with no input between: both are written. */
+        static const int pairs[][2] = {{Z_BLOCK, Z_SYNC_FLUSH}, {Z_PARTIAL_FLUSH, Z_SYNC_FLUSH},
+                                       {Z_BLOCK, Z_FULL_FLUSH}, {Z_SYNC_FLUSH, Z_FULL_FLUSH}};
+        for (int p = 0; p < 4; p++) {
+            for (int wb = 9; wb <= 15; wb += 6) {
+                z_stream s;
+                memset(&s, 0, sizeof s);
+                CHECK(deflateInit2(&s, level, Z_DEFLATED, -wb, 8, 0) == Z_OK, "init");
+                size_t part = 1000 + (size_t)rnd(20000);
+                s.next_in = data; s.avail_in = (uInt)part; s.next_out = out;
+                s.avail_out = sizeof out;
+                CHECK(deflate(&s, pairs[p][0]) == Z_OK, "first flush");
+                CHECK(deflate(&s, pairs[p][1]) == Z_OK, "level %d wb %d: flush %d after %d",
+                      level, wb, pairs[p][1], pairs[p][0]);
+                size_t at = s.total_out;
+                CHECK(ends_with_sync(out, at), "level %d wb %d: flush %d after %d wrote no marker",
+                      level, wb, pairs[p][1], pairs[p][0]);
+                int ret;
+                size_t got = inflate_some(out, at, back, sizeof back, -wb, NULL, 0, &ret);
+                CHECK(got == part && !memcmp(back, data, part),
+                      "level %d wb %d: %zu of %zu bytes decodable after flush %d then %d", level,
+                      wb, got, part, pairs[p][0], pairs[p][1]);
+                /* After a full flush a decoder can start with an empty window. */
+                s.next_in = data + part; s.avail_in = (uInt)(N - part);
+                CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish");
+                if (pairs[p][1] == Z_FULL_FLUSH) {
+                    got = inflate_some(out + at, s.total_out - at, back, sizeof back, -wb, NULL,
+                                       0, &ret);
+                    CHECK(ret == Z_STREAM_END && got == N - part &&
+                              !memcmp(back, data + part, N - part),
+                          "level %d wb %d: after a full flush (%d first) %zu of %zu bytes", level,
+                          wb, pairs[p][0], got, N - part);
+                }
+                deflateEnd(&s);
+            }
+        }
+        /* deflateParams before any deflate() touches no buffer and leaves the stream fresh. */
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        CHECK(deflateInit2(&s, level, Z_DEFLATED, 15, 8, 0) == Z_OK, "init");
+        s.next_out = NULL; s.avail_out = 0;
+        CHECK(deflateParams(&s, level == 6 ? 1 : 6, 0) == Z_OK, "deflateParams on a fresh stream");
+        CHECK(s.total_out == 0 && s.next_out == NULL, "deflateParams wrote %lu bytes", s.total_out);
+        CHECK(deflateSetDictionary(&s, data + 100, 300) == Z_OK, "dictionary after deflateParams");
+        s.next_in = data; s.avail_in = N; s.next_out = out; s.avail_out = sizeof out;
+        CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish");
+        int ret;
+        size_t got = inflate_some(out, s.total_out, back, sizeof back, 15, data + 100, 300, &ret);
+        CHECK(ret == Z_STREAM_END && got == N && !memcmp(back, data, N), "with the dictionary");
+        CHECK(deflateEnd(&s) == Z_OK, "deflateEnd");
+    }
+    /* A level changed mid-stream takes effect: level 1, then 6, beats level 1 throughout. */
+    size_t sizes[2];
+    for (int change = 0; change < 2; change++) {
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        CHECK(deflateInit2(&s, 1, Z_DEFLATED, 15, 8, 0) == Z_OK, "init");
+        s.next_in = data; s.avail_in = N / 8; s.next_out = out; s.avail_out = sizeof out;
+        CHECK(deflate(&s, Z_NO_FLUSH) == Z_OK, "deflate");
+        if (change) CHECK(deflateParams(&s, 6, 0) == Z_OK, "deflateParams mid-stream");
+        s.avail_in = N - N / 8;
+        CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish");
+        sizes[change] = s.total_out;
+        int ret;
+        size_t got = inflate_some(out, s.total_out, back, sizeof back, 15, NULL, 0, &ret);
+        CHECK(ret == Z_STREAM_END && got == N && !memcmp(back, data, N), "level change");
+        deflateEnd(&s);
+    }
+    CHECK(sizes[1] < sizes[0], "level 6 from 1/8 on: %zu bytes, level 1 throughout: %zu",
+          sizes[1], sizes[0]);
+    return 0;
+}
+
 static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index", dir);
     FILE *index = fopen(path, "w");
     if (!index) { printf("FAIL cannot write %s\n", path); return 1; }
     api_errors();
+    rng = seed + 77;
+    flush_rules();
     static const int wbs[] = {15, 31, -15, 9, 25, -9, 12, 8};
     static const int levels[] = {1, 6, 2, 3, 4, 5, 9, 0, -1};
     size_t dict_len = 0;
