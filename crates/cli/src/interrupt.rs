@@ -12,11 +12,21 @@ use signal_hook::iterator::Signals;
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Starts the thread that handles the signals (once per process). If the handler cannot be
-/// installed the signals keep their default action: no worse than before.
+/// installed the signals keep their default action: no worse than before. A signal the
+/// process was started ignoring stays ignored, as gzip leaves it (`nohup gzip big &` must
+/// survive the logout, a background job in a script the terminal's Ctrl-C).
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        let ignored = ignored_signals();
+        let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&signal| !is_ignored(ignored, signal))
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(mut signals) = Signals::new(wanted) else {
             return;
         };
         std::thread::spawn(move || {
@@ -33,6 +43,21 @@ pub fn install() {
     });
 }
 
+/// The signals this process ignores, as the kernel reports them (`SigIgn` in
+/// `/proc/self/status`, bit `n - 1` for signal `n`); none where that cannot be read.
+fn ignored_signals() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+fn is_ignored(mask: u64, signal: i32) -> bool {
+    (1..=64).contains(&signal) && mask >> (signal - 1) & 1 == 1
+}
+
 /// Notes a temporary file to remove if a signal comes.
 pub(crate) fn register(path: &Path) {
     let mut pending = PENDING
@@ -47,4 +72,20 @@ pub(crate) fn unregister(path: &Path) {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     pending.retain(|p| p != path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignored_signals_are_read_from_the_kernels_mask() {
+        // SIGHUP is 1, SIGINT 2, SIGTERM 15.
+        let mask = 0b11;
+        assert!(is_ignored(mask, SIGHUP) && is_ignored(mask, SIGINT));
+        assert!(!is_ignored(mask, SIGTERM) && !is_ignored(mask, 0) && !is_ignored(mask, 65));
+        // This test process ignores none of the three (cargo's harness leaves them alone).
+        let ours = ignored_signals();
+        assert!(!is_ignored(ours, SIGTERM), "{ours:x}");
+    }
 }

@@ -136,7 +136,12 @@ impl Job<'_> {
             }
             return self.warn(format_args!("{} is a directory -- ignored", path.display()));
         }
-        let to_stream = self.options.to_stdout || self.options.output.is_some();
+        // As gzip's `to_stdout`: -c, -o, and -t and -l, whose output is no file beside the
+        // input. Only those read links without -f, and special files (a FIFO, a device,
+        // `<(...)`) at all: a special file is never replaced, not even with -f.
+        let to_stream = self.options.to_stdout
+            || self.options.output.is_some()
+            || matches!(self.options.mode, Mode::Test | Mode::List);
         let follow = self.options.force || to_stream;
         if meta.file_type().is_symlink() && !follow {
             return self.warn(format_args!(
@@ -148,9 +153,9 @@ impl Job<'_> {
             Ok(meta) => meta,
             Err(err) => return self.fail(path, io_message(&err)),
         };
-        if !meta.is_file() && !self.options.force {
+        if !meta.is_file() && !to_stream {
             return self.warn(format_args!(
-                "{} is not a directory or a regular file -- ignored",
+                "{} is not a directory or a regular file - ignored",
                 path.display()
             ));
         }
@@ -169,7 +174,8 @@ impl Job<'_> {
             Input {
                 path,
                 reader: input,
-                meta: Some(&meta),
+                // A special file's size and mode say nothing about its data or its output.
+                meta: meta.is_file().then_some(&meta),
                 is_stdin: false,
             },
             sink,
@@ -227,10 +233,15 @@ impl Job<'_> {
         let target = if options.mode == Mode::Compress {
             if let Some(suffix) = names::compressed_suffix(path, &options.suffix) {
                 if !options.force {
-                    self.warn(format_args!(
-                        "{} already has {suffix} suffix -- unchanged",
-                        path.display()
-                    ));
+                    // As gzip: no warning status (`gzip -r` over a tree that holds .gz files
+                    // succeeds), and said under -r only with -v.
+                    if !options.quiet && (!options.recursive || options.verbose) {
+                        eprintln!(
+                            "{}: {} already has {suffix} suffix -- unchanged",
+                            options.program,
+                            path.display()
+                        );
+                    }
                     return None;
                 }
             }
@@ -247,6 +258,15 @@ impl Job<'_> {
             let stored = options.restore_time.then(|| stored_name(path)).flatten();
             stored.map_or(target, |name| path.with_file_name(name))
         };
+        // A stored name equal to the input's own: the output would be moved over the input,
+        // which is then removed, and both would be lost.
+        if target == path {
+            self.warn(format_args!(
+                "{}: the output would replace the input -- unchanged",
+                path.display()
+            ));
+            return None;
+        }
         if meta.nlink() > 1 && !options.force {
             self.warn(format_args!(
                 "{} has {} other link{} -- unchanged",
@@ -364,8 +384,12 @@ impl Job<'_> {
                         )));
                     }
                     staged
-                        .commit(target, meta, options.force)
-                        .and_then(|()| restore_time(options, target, done.mtime))
+                        .commit(
+                            target,
+                            meta,
+                            options.force,
+                            header_time(options, done.mtime),
+                        )
                         .map(|()| done)
                         .map_err(StreamError::Write)
                 }),
@@ -504,13 +528,12 @@ fn stored_name(path: &Path) -> Option<std::ffi::OsString> {
     }
 }
 
-/// `-d -N`: the output gets the time stored in the gzip header, when there is one.
-fn restore_time(options: &Options, target: &Path, mtime: u32) -> io::Result<()> {
-    if options.mode != Mode::Decompress || !options.restore_time || mtime == 0 {
-        return Ok(());
-    }
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(mtime));
-    File::options().write(true).open(target)?.set_modified(time)
+/// `-d -N`: the time stored in the gzip header, for the output, when there is one. It is set
+/// on the output before it is moved into place, so a read-only input (whose mode the output
+/// takes) needs no reopening for writing.
+fn header_time(options: &Options, mtime: u32) -> Option<std::time::SystemTime> {
+    (options.mode == Mode::Decompress && options.restore_time && mtime != 0)
+        .then(|| std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(mtime)))
 }
 
 /// Seconds since 1970, for standard input's listing date.

@@ -2,11 +2,14 @@
 //! disk, then renamed into place, so a failure at any point leaves no partial output and a
 //! reader never sees a half-written file under the real name.
 
+use std::ffi::OsString;
 use std::fs::{self, File, FileTimes, Metadata, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::SystemTime;
 
 use crate::interrupt;
 
@@ -30,14 +33,20 @@ impl Staged {
     /// Any error creating the file: a missing or read-only directory, a full disk.
     pub fn create(target: &Path) -> io::Result<Staged> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let name = target.file_name().unwrap_or_default().to_string_lossy();
-        // Short enough for NAME_MAX whatever the target's length.
-        let stem: String = name.chars().take(100).collect();
-        let temp = target.with_file_name(format!(
-            ".{stem}.{}-{}.zipwire-tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        let name = target.file_name().unwrap_or_default().as_bytes();
+        // Short enough for NAME_MAX (bytes, whatever the name's encoding) whatever the
+        // target's length.
+        let mut temp_name = vec![b'.'];
+        temp_name.extend_from_slice(&name[..name.len().min(100)]);
+        temp_name.extend_from_slice(
+            format!(
+                ".{}-{}.zipwire-tmp",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            )
+            .as_bytes(),
+        );
+        let temp = target.with_file_name(OsString::from_vec(temp_name));
         // Registered first: a signal between creating and registering would leave it behind.
         interrupt::register(&temp);
         let file = match OpenOptions::new()
@@ -60,7 +69,8 @@ impl Staged {
     }
 
     /// Flushes the data to disk, gives the file `like`'s permissions, owner (when allowed) and
-    /// times, and moves it to `target`: replacing an existing file only if `overwrite`.
+    /// times (its modification time `modified` instead, when given), and moves it to
+    /// `target`: replacing an existing file only if `overwrite`.
     ///
     /// # Errors
     ///
@@ -71,6 +81,7 @@ impl Staged {
         target: &Path,
         like: Option<&Metadata>,
         overwrite: bool,
+        modified: Option<SystemTime>,
     ) -> io::Result<()> {
         self.file.flush()?;
         let file = self.file.get_ref();
@@ -84,6 +95,9 @@ impl Staged {
                 times = times.set_accessed(accessed);
             }
             file.set_times(times)?;
+        }
+        if let Some(modified) = modified {
+            file.set_modified(modified)?;
         }
         file.sync_all()?;
         if overwrite {
@@ -137,6 +151,7 @@ impl Drop for Staged {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn temp_files(dir: &Path) -> Vec<PathBuf> {
         fs::read_dir(dir)
@@ -154,13 +169,13 @@ mod tests {
         staged.write_all(b"data").unwrap();
         assert!(!target.exists());
         assert_eq!(temp_files(dir.path()).len(), 1);
-        staged.commit(&target, None, false).unwrap();
+        staged.commit(&target, None, false, None).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"data");
         assert!(temp_files(dir.path()).is_empty());
 
         let mut again = Staged::create(&target).unwrap();
         again.write_all(b"other").unwrap();
-        let err = again.commit(&target, None, false).unwrap_err();
+        let err = again.commit(&target, None, false, None).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&target).unwrap(), b"data");
         assert!(temp_files(dir.path()).is_empty());
@@ -168,5 +183,26 @@ mod tests {
         let abandoned = Staged::create(&target).unwrap();
         drop(abandoned);
         assert!(temp_files(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_given_time_is_set_before_the_file_is_moved_into_place() {
+        // `gunzip -N` of a read-only file: the output takes the input's mode (0444 here) and
+        // the header's time, which must not need the output reopened for writing.
+        let dir = tempfile::tempdir().unwrap();
+        let like_path = dir.path().join("in.gz");
+        fs::write(&like_path, b"x").unwrap();
+        fs::set_permissions(&like_path, fs::Permissions::from_mode(0o444)).unwrap();
+        let like = fs::metadata(&like_path).unwrap();
+        let target = dir.path().join("in");
+        let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        let mut staged = Staged::create(&target).unwrap();
+        staged.write_all(b"data").unwrap();
+        staged
+            .commit(&target, Some(&like), false, Some(time))
+            .unwrap();
+        let meta = fs::metadata(&target).unwrap();
+        assert_eq!(meta.modified().unwrap(), time);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o444);
     }
 }
