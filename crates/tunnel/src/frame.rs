@@ -163,6 +163,8 @@ pub enum FrameError {
     BadReason,
     /// A data frame uses a codec this end did not accept in the handshake.
     NotAccepted(Method),
+    /// A data or end frame after the peer's end frame.
+    AfterEnd,
 }
 
 impl fmt::Display for FrameError {
@@ -180,6 +182,7 @@ impl fmt::Display for FrameError {
             ),
             FrameError::BadReason => f.write_str("abort reason is too long or not UTF-8"),
             FrameError::NotAccepted(m) => write!(f, "{m} frame, which this end did not accept"),
+            FrameError::AfterEnd => f.write_str("data after the end frame"),
         }
     }
 }

@@ -43,6 +43,9 @@ pub(crate) struct Heard {
     start: Instant,
     last_ms: AtomicU64,
     listening: AtomicBool,
+    /// The receiver is writing to the local side and reads nothing from the peer meanwhile:
+    /// a slow application, not a silent peer.
+    deaf: AtomicBool,
 }
 
 impl Heard {
@@ -51,7 +54,20 @@ impl Heard {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
             listening: AtomicBool::new(true),
+            deaf: AtomicBool::new(false),
         }
+    }
+
+    /// The receiver stops reading the peer for a while (see [`Heard::deaf`]); silence then
+    /// means nothing.
+    pub(crate) fn deafen(&self) {
+        self.deaf.store(true, Ordering::Relaxed);
+    }
+
+    /// The receiver reads the peer again: the silence counts from now.
+    pub(crate) fn undeafen(&self) {
+        self.frame();
+        self.deaf.store(false, Ordering::Relaxed);
     }
 
     /// A frame came in.
@@ -67,7 +83,7 @@ impl Heard {
     }
 
     fn silence(&self) -> Option<Duration> {
-        if !self.listening.load(Ordering::Relaxed) {
+        if !self.listening.load(Ordering::Relaxed) || self.deaf.load(Ordering::Relaxed) {
             return None;
         }
         let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
@@ -77,16 +93,24 @@ impl Heard {
 
 /// Pings the peer (through `ping`) whenever it has been silent for an interval; returns the
 /// silence once it has lasted `count` intervals more. Never returns while the peer talks
-/// (any frame, a pong included, ends the silence), or once its direction has ended.
+/// (any frame, a pong included, ends the silence), while `taking` says the peer takes more of
+/// the data this end pushes (an upload to a slow peer: the peer reads nothing of the tunnel
+/// while it writes to its own slow side, so it answers no ping, and this end's pings wait
+/// behind its data anyway), while the receiver is busy writing locally, or once the peer's
+/// direction has ended.
 pub(crate) async fn wait_for_death(
     keepalive: Keepalive,
     heard: &Heard,
     ping: impl Fn(),
+    mut taking: impl FnMut() -> bool,
 ) -> Duration {
     let interval = keepalive.interval.max(Duration::from_millis(10));
     let limit = interval * keepalive.count.saturating_add(1);
     loop {
         tokio::time::sleep(interval).await;
+        if taking() {
+            heard.frame();
+        }
         match heard.silence() {
             Some(silence) if silence >= limit => return silence,
             Some(silence) if silence >= interval => ping(),

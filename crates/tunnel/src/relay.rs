@@ -12,7 +12,10 @@
 //! An end frame half-closes the local side, so half-close propagates. Any error (a local
 //! reset, a corrupt frame, a peer that vanished without an end frame) resets the local
 //! connection, so the application sees an error rather than a clean, silently truncated end,
-//! and an abort frame tells the peer to do the same.
+//! and an abort frame tells the peer to do the same. After the peer's end frame the receiver
+//! goes on reading until the peer closes TLS: an abort then (the peer's side failed while
+//! this side was still sending), or a close without TLS's `close_notify`, still fails the
+//! connection, and pings are still answered.
 
 use std::fmt;
 use std::io;
@@ -181,6 +184,7 @@ where
     if let Some(pace) = shared.pace_memory().recall(Instant::now()) {
         policy.recall_pace(pace);
     }
+    let acked = probe.as_ref().and_then(LinkProbe::try_clone);
     let sender = send_loop(
         local.clone(),
         tx.clone(),
@@ -189,7 +193,7 @@ where
         shared.clone(),
     );
     let heard = Arc::new(Heard::new());
-    let watcher = watch_loop(tx.downgrade(), heard.clone(), shared.clone());
+    let watcher = watch_loop(tx.downgrade(), (heard.clone(), acked), shared.clone());
     let receiver = receive_loop(tunnel_r, local.clone(), tx, (heard, shared.clone()));
     let writer = write_loop(tunnel_w, rx, writer_waiting);
 
@@ -232,7 +236,7 @@ where
 /// writer waiting for more frames).
 async fn watch_loop(
     tx: mpsc::WeakSender<Outgoing>,
-    heard: Arc<Heard>,
+    (heard, acked): (Arc<Heard>, Option<LinkProbe>),
     shared: Arc<Shared>,
 ) -> Result<(), RelayError> {
     let dead = async {
@@ -245,7 +249,23 @@ async fn watch_loop(
                 let _ = tx.try_send(Outgoing::Ping);
             }
         };
-        keepalive::wait_for_death(config, &heard, ping).await
+        // Data frames queued (not only a ping) and more of the stream acknowledged by the
+        // peer's TCP since the last look. Only while data waits: a path that swallows bytes
+        // (a hung middlebox) still acknowledges pings.
+        let mut last_acked = None;
+        let taking = || {
+            let now = acked
+                .as_ref()
+                .and_then(LinkProbe::read)
+                .map(|i| i.bytes_acked);
+            let pushing = tx
+                .upgrade()
+                .is_some_and(|tx| tx.capacity() < tx.max_capacity());
+            let more = matches!((last_acked, now), (Some(a), Some(b)) if b > a);
+            last_acked = now;
+            pushing && more
+        };
+        keepalive::wait_for_death(config, &heard, ping, taking).await
     };
     let error = tokio::select! {
         () = shared.drain.aborted() => RelayError::Shutdown,
@@ -441,7 +461,6 @@ async fn write_loop<W: AsyncWrite>(
     waiting: Arc<AtomicBool>,
 ) -> Result<(), RelayError> {
     let mut tunnel = tunnel;
-    let mut ended = false;
     loop {
         if rx.is_empty() {
             waiting.store(true, Ordering::Release);
@@ -459,11 +478,10 @@ async fn write_loop<W: AsyncWrite>(
                 let mut end = Vec::new();
                 frame::write_end(&mut end);
                 tunnel.write_all(&end).await.map_err(RelayError::Tunnel)?;
-                ended = true;
             }
-            // After our end the peer reads no more frames: a ping or pong then would be
-            // left unread, and unread bytes make its close a reset.
-            Outgoing::Ping | Outgoing::Pong if ended => {}
+            // The peer reads frames after our end until we close TLS (see `after_end`), so
+            // pings and pongs still go out. (Builds before 2026-11-27 stopped reading at an end
+            // frame; against those a keepalive's ping after our end is left unread.)
             Outgoing::Ping => tunnel
                 .write_all(frame::PING)
                 .await
@@ -581,15 +599,16 @@ async fn receive_loop<R: AsyncRead>(
                 .stats
                 .received(header.method, out.len(), frame_len, start.elapsed());
             reader.pos += frame_len;
-            local
-                .write_all(&out)
-                .await
-                .map_err(RelayError::LocalWrite)?;
+            // A slow application holds this loop here, and the peer goes unheard meanwhile.
+            heard.deafen();
+            let written = local.write_all(&out).await;
+            heard.undeafen();
+            written.map_err(RelayError::LocalWrite)?;
         }
     }
     .await;
-    heard.stop_listening();
     if let Err(error) = &result {
+        heard.stop_listening();
         // Tell the peer, unless it is the one that gave up.
         if !matches!(
             error,
@@ -597,8 +616,56 @@ async fn receive_loop<R: AsyncRead>(
         ) {
             let _ = tx.send(Outgoing::Abort(error.to_string())).await;
         }
+        return result;
     }
+    // The peer's direction has ended. This loop no longer keeps the writer open: once this
+    // side's sender has ended too, the writer closes TLS, and the peer, reading on as here,
+    // sees the close.
+    let weak = tx.downgrade();
+    drop(tx);
+    let result = after_end(&mut reader, weak, &heard).await;
+    heard.stop_listening();
     result
+}
+
+/// Reads what follows the peer's end frame, until the peer closes TLS: an abort (its side
+/// failed while this side was still sending) fails the connection, as does a close without
+/// TLS's `close_notify`; pings are answered while the writer is open.
+async fn after_end<R: AsyncRead>(
+    reader: &mut FrameReader<tokio::io::ReadHalf<R>>,
+    tx: mpsc::WeakSender<Outgoing>,
+    heard: &Heard,
+) -> Result<(), RelayError> {
+    loop {
+        let (head, used) = loop {
+            match frame::parse_head(reader.unread()).map_err(RelayError::Frame)? {
+                Some(parsed) => break parsed,
+                None => {
+                    let want = reader.unread().len() + 1;
+                    if !reader.fill(want).await.map_err(tunnel_read_error)? {
+                        // A clean close; a frame cut short by it is the peer vanishing.
+                        return if reader.unread().is_empty() {
+                            Ok(())
+                        } else {
+                            Err(RelayError::PeerVanished)
+                        };
+                    }
+                }
+            }
+        };
+        heard.frame();
+        reader.pos += used;
+        match head {
+            Head::Ping => {
+                if let Some(tx) = tx.upgrade() {
+                    let _ = tx.try_send(Outgoing::Pong);
+                }
+            }
+            Head::Pong => {}
+            Head::Abort(reason) => return Err(RelayError::PeerAborted(reason)),
+            Head::End | Head::Data(_) => return Err(RelayError::Frame(FrameError::AfterEnd)),
+        }
+    }
 }
 
 /// A TLS read error: an end without TLS's close_notify is the peer vanishing.

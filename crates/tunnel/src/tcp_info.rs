@@ -42,6 +42,12 @@ impl LinkProbe {
         Some(LinkProbe { fd })
     }
 
+    /// Another probe of the same socket (a second duplicate of the descriptor).
+    pub fn try_clone(&self) -> Option<LinkProbe> {
+        let fd = self.fd.try_clone().ok()?;
+        Some(LinkProbe { fd })
+    }
+
     /// Reads the socket's state now; `None` where the kernel does not say (not Linux, not a
     /// TCP socket, or a kernel too old to report delivery rates).
     pub fn read(&self) -> Option<TcpInfo> {

@@ -194,6 +194,110 @@ async fn a_silently_dead_path_resets_the_forwarded_connection() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// A target on loopback that runs `serve` on its one connection.
+async fn one_shot_target<F, Fut>(serve: F) -> SocketAddr
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind(local()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        if let Ok((stream, _)) = listener.accept().await {
+            serve(stream).await;
+        }
+    });
+    addr
+}
+
+/// A tunnel whose client pings every 100 ms (declared dead after 400 ms of silence).
+async fn pinging_tunnel(target: SocketAddr) -> SocketAddr {
+    let keys = keys();
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
+    let mut pinging = shared(Choice::Auto);
+    pinging.keepalive = Some(Keepalive::every(Duration::from_millis(100)));
+    start_client(&keys, server, pinging).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_waits_out_a_slow_answer_after_the_request_ended() {
+    // The request half-closes, the answer takes 1.5 s: the peer still answers pings after
+    // this end's end frame.
+    let target = one_shot_target(|mut stream: TcpStream| async move {
+        let mut request = Vec::new();
+        stream.read_to_end(&mut request).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        stream.write_all(b"answer to ").await.unwrap();
+        stream.write_all(&request).await.unwrap();
+    })
+    .await;
+    let mut app = TcpStream::connect(pinging_tunnel(target).await)
+        .await
+        .unwrap();
+    app.write_all(b"question").await.unwrap();
+    app.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    app.read_to_end(&mut answer)
+        .await
+        .expect("reset while waiting");
+    assert_eq!(answer, b"answer to question");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_waits_out_an_application_that_reads_slowly() {
+    // The application stops reading for 1.5 s while the target streams: the tunnel client
+    // stops reading the tunnel too, and must not take its own deafness for the peer's death.
+    let data = text(12 << 20);
+    let sent = data.clone();
+    let target = one_shot_target(|mut stream: TcpStream| async move {
+        let _ = stream.write_all(&sent).await;
+    })
+    .await;
+    let mut app = TcpStream::connect(pinging_tunnel(target).await)
+        .await
+        .unwrap();
+    let mut first = vec![0u8; 64 * 1024];
+    app.read_exact(&mut first).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let mut rest = Vec::new();
+    app.read_to_end(&mut rest)
+        .await
+        .expect("reset while the application paused");
+    assert_eq!(first.len() + rest.len(), data.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_waits_out_an_upload_to_a_slow_target() {
+    // The target reads 64 KB every 50 ms: the tunnel server, writing to it, reads the tunnel
+    // no faster and answers no ping meanwhile; the client's queue stays full of data.
+    let target = one_shot_target(|mut stream: TcpStream| async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0;
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = stream.write_all(format!("got {total}").as_bytes()).await;
+    })
+    .await;
+    let mut app = TcpStream::connect(pinging_tunnel(target).await)
+        .await
+        .unwrap();
+    let upload = noise(3 << 20, 7);
+    app.write_all(&upload)
+        .await
+        .expect("reset during the upload");
+    app.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    app.read_to_end(&mut answer)
+        .await
+        .expect("reset before the answer");
+    assert_eq!(answer, format!("got {}", upload.len()).as_bytes());
+}
+
 /// The TCP sockets in /proc/net/tcp: (local port, remote port, state, timer).
 fn sockets() -> Vec<(u16, u16, u8, u8)> {
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap();

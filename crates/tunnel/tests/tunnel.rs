@@ -276,6 +276,44 @@ async fn a_target_that_resets_mid_stream_is_an_error_not_an_end_at_the_applicati
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_fails_after_its_end_resets_the_application() {
+    // The target answers and half-closes, then dies with a reset before it reads the
+    // application's upload: its end frame went out first, and the abort that follows must
+    // still reach the application, not a clean end.
+    let keys = keys();
+    let target = target(|mut stream: TcpStream| async move {
+        stream.write_all(b"hello").await.unwrap();
+        stream.shutdown().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        socket2::SockRef::from(&stream)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(stream);
+    })
+    .await;
+    let (server, _) = start_server(&keys, target, Choice::Auto).await;
+    let (client, _) = start_client(keys.pin, &keys.token, server, Choice::Auto).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    let mut answer = Vec::new();
+    app.read_to_end(&mut answer).await.unwrap();
+    assert_eq!(answer, b"hello");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The upload is taken by the tunnel client before the failure is known; the failure then
+    // comes back as an abort, and the tunnel client resets the connection. (Had the
+    // application half-closed too, its connection would be closed both ways at the TCP level
+    // already, and nothing could tell it: as through any proxy that passes half-closes on.)
+    let _ = app.write_all(&text(256 * 1024, 6)).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Its end was read already, so reads say nothing more; a write meets the reset. Before
+    // the tunnel read on after an end frame, it took this write too, and lost it.
+    let failed = app.write_all(b"more").await.is_err();
+    assert!(
+        failed,
+        "the tunnel took more data after the target had failed"
+    );
+}
+
 #[test]
 fn a_tunnel_server_that_vanishes_resets_the_forwarded_connection() {
     let app_runtime = tokio::runtime::Runtime::new().unwrap();
