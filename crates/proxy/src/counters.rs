@@ -228,7 +228,7 @@ impl ErrorCounters {
 
 impl Bypass {
     /// How many reasons there are.
-    const COUNT: usize = 12;
+    const COUNT: usize = 13;
 
     /// Every reason, in the order [`BypassCounters::iter`] reports them.
     pub const ALL: [Bypass; Bypass::COUNT] = [
@@ -244,6 +244,7 @@ impl Bypass {
         Bypass::Budget,
         Bypass::EventStream,
         Bypass::Grpc,
+        Bypass::Http10,
     ];
 
     /// The reason's slot in [`BypassCounters`].
@@ -261,6 +262,7 @@ impl Bypass {
             Bypass::Budget => 9,
             Bypass::EventStream => 10,
             Bypass::Grpc => 11,
+            Bypass::Http10 => 12,
         }
     }
 }

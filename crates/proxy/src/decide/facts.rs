@@ -22,6 +22,10 @@ pub struct RequestFacts {
     pub accept_encoding: AcceptEncoding,
     /// `Cache-Control: no-transform` on the request (RFC 9111 §5.2.1.6).
     pub no_transform: bool,
+    /// An HTTP/1.0 (or 0.9) client: a transformed body has no length it could be checked
+    /// against, only the connection's close (see [`crate::Bypass::Http10`]). Set by the
+    /// caller, which knows the version; `false` from [`RequestFacts::from_parts`].
+    pub close_delimited: bool,
 }
 
 impl RequestFacts {
@@ -31,6 +35,7 @@ impl RequestFacts {
             is_head: *method == Method::HEAD,
             accept_encoding: AcceptEncoding::from_headers(headers),
             no_transform: has_no_transform(headers),
+            close_delimited: false,
         }
     }
 }

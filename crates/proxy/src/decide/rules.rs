@@ -149,6 +149,10 @@ pub enum Bypass {
     /// itself (`grpc-encoding`) and its clients read no HTTP content coding, whatever
     /// [`Rules::types`] says.
     Grpc,
+    /// An HTTP/1.0 client (nginx's `gzip_http_version 1.1`): its response ends where the
+    /// connection closes, and a body cut short upstream would end with a clean close, so a
+    /// compressed body, which loses upstream's `Content-Length`, would look complete.
+    Http10,
 }
 
 impl Bypass {
@@ -167,6 +171,7 @@ impl Bypass {
             Bypass::Budget => "budget",
             Bypass::EventStream => "event_stream",
             Bypass::Grpc => "grpc",
+            Bypass::Http10 => "http_1_0",
         }
     }
 }
@@ -241,6 +246,9 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     }
     if req.no_transform {
         return pass_vary(Bypass::NoTransform);
+    }
+    if req.close_delimited {
+        return pass_vary(Bypass::Http10);
     }
     let Negotiated::Coding(coding) = req.accept_encoding.negotiate(&cfg.offered) else {
         return pass_vary(Bypass::NotAccepted);

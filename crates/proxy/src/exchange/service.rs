@@ -343,7 +343,9 @@ impl Proxy {
         check_head_size(request, self.max_head)?;
         check_host(request)?;
         check_transfer_coding(request)?;
-        Ok(RequestFacts::from_parts(&request.method, &request.headers))
+        let mut facts = RequestFacts::from_parts(&request.method, &request.headers);
+        facts.close_delimited = request.version < Version::HTTP_11;
+        Ok(facts)
     }
 
     /// Phase 2: the request as it goes upstream.

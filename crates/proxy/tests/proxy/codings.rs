@@ -10,7 +10,7 @@ use zipwire_proxy::{Bypass, Coding};
 use crate::support::*;
 
 /// The body decoded as its `Content-Encoding` says.
-fn decode(encoding: Option<&str>, body: &[u8]) -> Vec<u8> {
+pub(crate) fn decode(encoding: Option<&str>, body: &[u8]) -> Vec<u8> {
     match encoding {
         None => body.to_vec(),
         Some("gzip") => gunzip(body),

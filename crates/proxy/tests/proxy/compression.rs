@@ -272,7 +272,9 @@ async fn step_down_sends_stored_blocks_that_still_decode() {
 }
 
 #[tokio::test]
-async fn http10_clients_get_a_close_delimited_body() {
+async fn http10_clients_get_the_body_uncompressed_with_its_length() {
+    // As nginx's `gzip_http_version 1.1`: a compressed body loses upstream's length, and an
+    // HTTP/1.0 client could then not tell a body cut upstream from a whole one.
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;
     let raw = raw_exchange(
@@ -283,9 +285,10 @@ async fn http10_clients_get_a_close_delimited_body() {
     .await;
     let (head, body) = split_head(&raw);
     assert!(head.starts_with("http/1.0 200"), "{head}");
-    assert!(head.contains("content-encoding: gzip"), "{head}");
-    assert!(!head.contains("transfer-encoding"), "{head}");
-    assert!(!head.contains("content-length"), "{head}");
-    assert_eq!(gunzip(body), html(50_000));
+    assert!(!head.contains("content-encoding"), "{head}");
+    assert!(head.contains("content-length: 50000"), "{head}");
+    assert!(head.contains("vary: cookie, accept-encoding"), "{head}");
+    assert_eq!(body, html(50_000));
     assert!(origin.last_headers()["via"] == "1.0 zipwire");
+    assert_eq!(proxy.stats.bypassed.get(zipwire_proxy::Bypass::Http10), 1);
 }

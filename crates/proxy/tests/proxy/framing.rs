@@ -125,19 +125,20 @@ async fn an_http_10_client_is_not_promised_keep_alive_on_a_close_delimited_body(
         passed.head
     );
     assert_eq!(passed.body, noise(10_000));
-    // ...a compressed one ends with the connection, and says so.
+    // ...one of unknown length ends with the connection, and says so. (HTTP/1.0 gets no
+    // compression, which would drop a known length.)
     client
-        .send(b"GET /page.html HTTP/1.0\r\nConnection: keep-alive\r\nAccept-Encoding: gzip\r\n\r\n")
+        .send(b"GET /big HTTP/1.0\r\nConnection: keep-alive\r\nAccept-Encoding: gzip\r\n\r\n")
         .await;
-    let compressed = client.response(false).await;
-    assert_eq!(compressed.status(), 200);
-    assert!(compressed.closed, "{}", compressed.head);
+    let unsized_body = client.response(false).await;
+    assert_eq!(unsized_body.status(), 200);
+    assert!(unsized_body.closed, "{}", unsized_body.head);
     assert!(
-        !compressed.head.contains("keep-alive"),
+        !unsized_body.head.contains("keep-alive"),
         "{}",
-        compressed.head
+        unsized_body.head
     );
-    assert_eq!(gunzip(&compressed.body), html(50_000));
+    assert_eq!(unsized_body.body, big());
 }
 
 #[tokio::test]

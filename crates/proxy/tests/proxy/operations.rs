@@ -179,6 +179,33 @@ async fn admin_serves_stats_and_metrics() {
     assert_eq!(head.status, 404);
 }
 
+/// A gather budget smaller than one call (zstd and brotli take calls of up to twice
+/// `coalesce`): calls are cut to the budget, and every body still comes out whole. Such a
+/// budget once left the body waiting for a share it could never get, spinning its thread.
+#[tokio::test]
+async fn a_gather_budget_smaller_than_a_call_still_serves() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.budget.gather_memory = Some(64 * 1024);
+    })
+    .await;
+    let client = client();
+    for coding in ["zstd", "br", "gzip"] {
+        for (path, want) in [("/stall.html", html(150_000)), ("/big", big())] {
+            let url = proxy.url(path);
+            let fetched = tokio::time::timeout(
+                Duration::from_secs(20),
+                fetch(&client, "GET", &url, &[("accept-encoding", coding)]),
+            )
+            .await;
+            let (head, body) = fetched.unwrap_or_else(|_| panic!("{coding} {path}: no answer"));
+            assert_eq!(head.headers["content-encoding"], coding, "{path}");
+            let plain = crate::codings::decode(Some(coding), &body);
+            assert!(plain == want, "{coding} {path}: {} bytes", plain.len());
+        }
+    }
+}
+
 /// A gather budget with room for one call at a time still serves every response, in turns:
 /// bodies of known and unknown length, one whose upstream stalls mid-body (it gives its share
 /// back after the stall time), and every body decodes to the origin's.

@@ -142,6 +142,17 @@ impl<B: Body> CompressBody<B> {
     /// up to two calls is one call, compressed and freed at once (see
     /// [`crate::encode::codings`]); a longer one is cut every `coalesce` bytes.
     fn call_size(&self, first: usize, rest: Option<u64>) -> usize {
+        let call = self.call_size_unbounded(first, rest);
+        // Never more than the whole gather budget: a share cannot grow past it, and a call it
+        // could never cover would wait for it forever (a 64 KiB budget, a zstd call of 2 ×
+        // `coalesce`, spun the worker until 2026-11-27).
+        match &self.share {
+            Some(share) => call.min(share.capacity()),
+            None => call,
+        }
+    }
+
+    fn call_size_unbounded(&self, first: usize, rest: Option<u64>) -> usize {
         let coalesce = self.policy.coalesce.max(1);
         match rest {
             Some(rest) if self.encoder.as_encode().is_windowed() => {

@@ -128,6 +128,11 @@ impl Share {
         }
     }
 
+    /// The whole budget in bytes: the most any share can cover.
+    pub(super) fn capacity(&self) -> usize {
+        usize::try_from(self.gate.capacity()).unwrap_or(usize::MAX)
+    }
+
     /// Bytes the share covers now.
     pub(super) fn held(&self) -> usize {
         self.held
