@@ -126,10 +126,11 @@ impl Job<'_> {
     }
 
     fn path(&mut self, path: &Path) {
-        let meta = match fs::symlink_metadata(path) {
-            Ok(meta) => meta,
-            Err(err) => return self.fail(path, io_message(&err)),
+        let (found, meta) = match self.locate(path) {
+            Ok(found) => found,
+            Err((name, err)) => return self.fail(name, io_message(&err)),
         };
+        let path = found.as_path();
         if meta.is_dir() {
             if self.options.recursive {
                 return self.directory(path);
@@ -181,6 +182,37 @@ impl Job<'_> {
             sink,
             header,
         );
+    }
+
+    /// The file an operand names, and its metadata. Decompressing (`-d`, `-t`, `-l`), a name
+    /// with no compressed suffix that does not exist is tried with the suffixes gzip tries
+    /// (`gunzip f` reads `f.gz`): the user's, then `.gz`, `.z`, `-z` and `.Z`. The error then
+    /// names the first of them, as gzip's does.
+    fn locate(&self, path: &Path) -> Result<(PathBuf, Metadata), (PathBuf, io::Error)> {
+        let err = match fs::symlink_metadata(path) {
+            Ok(meta) => return Ok((path.to_owned(), meta)),
+            Err(err) => err,
+        };
+        let suffix = &self.options.suffix;
+        let tries_suffixes = self.options.mode != Mode::Compress
+            && err.kind() == io::ErrorKind::NotFound
+            && names::compressed_suffix(path, suffix).is_none();
+        if !tries_suffixes {
+            return Err((path.to_owned(), err));
+        }
+        let mut suffixes = vec![suffix.as_os_str()];
+        for known in [".gz", ".z", "-z", ".Z"] {
+            if suffixes.iter().all(|s| *s != known) {
+                suffixes.push(std::ffi::OsStr::new(known));
+            }
+        }
+        for suffix in &suffixes {
+            let candidate = names::compressed(path, suffix);
+            if let Ok(meta) = fs::symlink_metadata(&candidate) {
+                return Ok((candidate, meta));
+            }
+        }
+        Err((names::compressed(path, suffixes[0]), err))
     }
 
     fn directory(&mut self, dir: &Path) {

@@ -266,6 +266,24 @@ fn suffix_and_every_documented_option_are_gzips() {
         b"",
         Compare::Compressing,
     );
+    // A name without its suffix is found with it (`gunzip g` reads g.gz), and the error of
+    // one found under no suffix names the first tried; specials in streams, links for -t,
+    // and a suffixed file under -r, as gzip takes them.
+    same_as_gzip(
+        &common_files,
+        &[
+            "gzip -d g",
+            "gzip -dc g; gzip -t g; gzip -l g",
+            "gzip -dc nothing",
+            "gzip -d -S .x nothing",
+            "cp g.gz h.Z && gzip -dc h",
+            "gzip g.gz; mkdir d && cp g.gz d/ && gzip -r d && gzip -rv d",
+            "gzip -dc /dev/stdin < g.gz && cat g.gz | gzip -t /dev/stdin",
+            "ln -s g.gz link.gz && gzip -t link.gz && gzip -l link.gz",
+        ],
+        b"",
+        Compare::Exact,
+    );
 }
 
 #[test]
