@@ -99,11 +99,14 @@ impl Fill {
         self.body.extend_from_slice(bytes);
     }
 
-    /// Drops the copy and gives its bytes back; nothing is stored.
+    /// Drops the copy and gives its bytes back; nothing is stored. The lock goes at once: the
+    /// requests waiting for this key need not wait for the rest of a body that will not be
+    /// stored (until 2026-11-27 they waited out `lock_timeout`).
     fn give_up(&mut self) {
         self.done = true;
         self.release();
         self.body = BytesMut::new();
+        self.lock = None;
     }
 
     /// Gives the bytes of the copy back to the fills in flight.
@@ -134,6 +137,9 @@ impl Fill {
         self.cache.store.put(self.key.clone(), entry);
         CacheCounters::bump(&self.cache.counters.cache.stores);
         self.cache.account();
+        // Stored: the waiting requests are served from it now, not once this one's client
+        // has read the rest.
+        self.lock = None;
     }
 }
 

@@ -52,8 +52,10 @@ pub(crate) struct Directives {
     pub(crate) public: bool,
     pub(crate) max_age: Option<u64>,
     pub(crate) s_maxage: Option<u64>,
-    /// `must-revalidate` or `proxy-revalidate`: the cache never serves such a response stale,
-    /// which it never does anyway; kept for the `Authorization` rule (§3.5).
+    /// `must-revalidate`: the cache never serves such a response stale, which it never does
+    /// anyway; kept for the `Authorization` rule (§3.5), which `proxy-revalidate` does not
+    /// satisfy (until 2026-11-27 it did, and a response to a request with credentials that
+    /// said only `proxy-revalidate` was shared).
     pub(crate) must_revalidate: bool,
     /// Request only: `max-age`, `min-fresh` (§5.2.1).
     pub(crate) min_fresh: Option<u64>,
@@ -116,7 +118,7 @@ impl Directives {
             b"max-age" => self.max_age = merge(self.max_age, seconds()),
             b"s-maxage" => self.s_maxage = merge(self.s_maxage, seconds()),
             b"min-fresh" => self.min_fresh = seconds(),
-            b"must-revalidate" | b"proxy-revalidate" => self.must_revalidate = true,
+            b"must-revalidate" => self.must_revalidate = true,
             _ => {}
         }
     }
@@ -522,6 +524,13 @@ mod tests {
                 200,
                 &[("cache-control", "must-revalidate"), ("etag", "\"a\"")],
                 Ok(()),
+            ),
+            // §3.5 names must-revalidate, public and s-maxage; not proxy-revalidate.
+            (
+                &[("authorization", "Basic x")],
+                200,
+                &[("cache-control", "max-age=60, proxy-revalidate")],
+                Err(Authorization),
             ),
             (
                 &[],

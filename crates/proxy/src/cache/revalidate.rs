@@ -39,11 +39,17 @@ pub(crate) fn add_conditionals(entry: &Entry, upstream: &mut HeaderMap) {
 }
 
 /// Whether a 304 from the origin is about `entry` (§4.3.4): its strong `ETag` equals the
-/// stored one; without an `ETag`, its `Last-Modified` equals the stored one, or it has neither
-/// and the stored response has no `ETag` either (then the conditional sent was ours alone).
+/// stored one, or its weak `ETag` corresponds to the stored one (the weak comparison: many
+/// origins, Express's default among them, send only weak tags); without an `ETag`, its
+/// `Last-Modified` equals the stored one, or it has neither and the stored response has no
+/// `ETag` either (then the conditional sent was ours alone). Until 2026-11-27 weak tags never
+/// matched, and the origin's bare 304 went to a client that had asked for the whole response.
 pub(crate) fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: bool) -> bool {
     match (not_modified.get(ETAG), entry.headers.get(ETAG)) {
-        (Some(theirs), Some(ours)) => theirs == ours && !theirs.as_bytes().starts_with(b"W/"),
+        (Some(theirs), Some(ours)) if theirs.as_bytes().starts_with(b"W/") => {
+            weak(theirs.as_bytes()) == weak(ours.as_bytes())
+        }
+        (Some(theirs), Some(ours)) => theirs == ours,
         (Some(_), None) => false,
         (None, _) => match (
             not_modified.get(LAST_MODIFIED),
@@ -178,7 +184,9 @@ mod tests {
         ]);
         assert!(freshens(&stored, &heads(&[("etag", "\"s\"")]), true));
         assert!(!freshens(&stored, &heads(&[("etag", "\"c\"")]), false));
-        assert!(!freshens(&stored, &heads(&[("etag", "W/\"s\"")]), false));
+        // A weak tag corresponds to the stored one by the weak comparison.
+        assert!(freshens(&stored, &heads(&[("etag", "W/\"s\"")]), false));
+        assert!(!freshens(&stored, &heads(&[("etag", "W/\"c\"")]), false));
         assert!(freshens(&stored, &HeaderMap::new(), false));
         assert!(!freshens(&stored, &HeaderMap::new(), true));
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG, IF_MATCH,
-    IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE,
+    IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE, SET_COOKIE,
     TRANSFER_ENCODING, UPGRADE,
 };
 use http::request::Parts;
@@ -209,10 +209,25 @@ impl Cache {
                     let mut not_modified = response.headers().clone();
                     forward::strip_hop_by_hop(&mut not_modified);
                     let now = self.settings.clock.now();
-                    let updated = Arc::new(revalidate::freshened(entry, &not_modified, now));
-                    self.store.swap(&using.key, entry, updated.clone());
+                    // This client gets every field the 304 sent; the store, only what it may
+                    // share (see `shareable`).
+                    let served = Arc::new(revalidate::freshened(entry, &not_modified, now));
+                    match self.shareable(&served) {
+                        // The same entry, so that a variant made while serving it is kept.
+                        Some(None) => {
+                            self.store.swap(&using.key, entry, served.clone());
+                        }
+                        Some(Some(stripped)) => {
+                            self.store.swap(&using.key, entry, Arc::new(stripped));
+                        }
+                        None => {
+                            if self.store.remove(&using.key) {
+                                self.account();
+                            }
+                        }
+                    }
                     CacheCounters::bump(&self.counters.cache.revalidations);
-                    return After::Serve(using.key, updated);
+                    return After::Serve(using.key, served);
                 }
             }
             return After::Forward(response, None);
@@ -448,6 +463,36 @@ impl Cache {
             self.account();
         }
         Some(bytes)
+    }
+}
+
+impl Cache {
+    /// What of a response freshened by a 304 the store may keep for every client: all of it
+    /// (`Some(None)`); a copy without its `Set-Cookie` (unless `store_set_cookie`) or the
+    /// fields of a qualified `private` (`Some(Some(copy))`); nothing (`None`) when the 304
+    /// made it `private` or `no-store`. The 304 answered one client; until 2026-11-27 its
+    /// `Set-Cookie` went into the stored response, and to everyone served from it.
+    fn shareable(&self, served: &Entry) -> Option<Option<Entry>> {
+        let (directives, _) = policy::response_directives(&served.headers);
+        if directives.private || directives.no_store {
+            return None;
+        }
+        let cookie = !self.settings.store_set_cookie && served.headers.contains_key(SET_COOKIE);
+        let private = directives
+            .private_fields
+            .iter()
+            .any(|name| served.headers.contains_key(name));
+        if !cookie && !private {
+            return Some(None);
+        }
+        let mut shared = served.with_body(served.body.clone());
+        if cookie {
+            shared.headers.remove(SET_COOKIE);
+        }
+        for name in &directives.private_fields {
+            shared.headers.remove(name);
+        }
+        Some(Some(shared))
     }
 }
 

@@ -297,6 +297,55 @@ async fn revalidate_mode_asks_every_time_and_a_new_etag_replaces_the_entry() {
 }
 
 #[tokio::test]
+async fn a_304_to_a_weak_tag_freshens_the_entry_and_no_client_gets_a_304_it_did_not_ask_for() {
+    // Express and many origins send only weak tags: the cache's own If-None-Match gets a 304
+    // about the stored response, which an unconditional request must not see.
+    let origin = Scripted::start(&[("cache-control", "max-age=3600")], Some("W/\"w1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Revalidate, origin.time.clone()).await;
+    let client = client();
+    let expected = origin.script.lock().expect("not poisoned").body.clone();
+    get(&client, &proxy, &[]).await;
+    let (parts, body) = get(&client, &proxy, &[]).await;
+    assert_eq!(origin.last_request().1["if-none-match"], "W/\"w1\"");
+    assert_eq!(parts.status, 200);
+    assert_eq!(body, expected);
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+}
+
+#[tokio::test]
+async fn a_304_s_cookie_or_privacy_stays_with_its_client() {
+    // The 304 answers one client: its Set-Cookie goes to that client, not into the shared
+    // response; a 304 that makes the response private takes it out of the cache.
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"s1\"")).await;
+    let clock = origin.clock.clone();
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    get(&client, &proxy, &[]).await;
+    clock.advance(61);
+    origin.edit(|s| s.not_modified = vec![("set-cookie", "sid=alice".to_owned())]);
+    let (alice, _) = get(&client, &proxy, &[]).await;
+    assert_eq!(alice.headers["set-cookie"], "sid=alice");
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+    let (bob, _) = get(&client, &proxy, &[]).await;
+    assert_eq!(origin.hits(), 2, "fresh again after the 304");
+    assert!(bob.headers.get("set-cookie").is_none(), "{:?}", bob.headers);
+    clock.advance(61);
+    origin.edit(|s| {
+        s.not_modified = vec![("cache-control", "private, max-age=600".to_owned())];
+    });
+    let (carol, _) = get(&client, &proxy, &[]).await;
+    assert_eq!(carol.status, 200);
+    assert_eq!(origin.hits(), 3);
+    origin.edit(|s| s.not_modified = Vec::new());
+    get(&client, &proxy, &[]).await;
+    assert_eq!(
+        origin.hits(),
+        4,
+        "a response made private is not served from the cache"
+    );
+}
+
+#[tokio::test]
 async fn what_a_shared_cache_must_not_store_goes_to_the_origin_every_time() {
     let refused: &[&[(&str, &str)]] = &[
         &[("cache-control", "max-age=60, no-store")],

@@ -245,6 +245,47 @@ async fn a_chunked_body_past_max_object_streams_whole_and_is_not_stored() {
     assert_eq!(stores(&proxy), 0);
 }
 
+#[tokio::test]
+async fn a_fill_that_gives_up_lets_the_waiting_requests_go_at_once() {
+    // The first chunk is already past max_object, the second waits on the gate: the fill
+    // gives up while its client still streams, and a request for the key then goes to the
+    // origin at once instead of waiting out lock_timeout (5 s) for a fill that stores nothing.
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |config| config.cache.max_object = 10_000).await;
+    let client = client();
+    let url = proxy.url("/page");
+    let first = tokio::spawn({
+        let (client, url) = (client.clone(), url.clone());
+        async move { fetch(&client, "GET", &url, GZIP).await }
+    });
+    while origin.hits() < 1 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await });
+    let asked = Instant::now();
+    while origin.hits() < 2 && asked.elapsed() < Duration::from_secs(4) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        origin.hits(),
+        2,
+        "still waiting after {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    origin.gate.add_permits(2);
+    for task in [first, second] {
+        let (_, gzipped) = task.await.expect("the client task");
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    }
+    assert_eq!(stores(&proxy), 0);
+}
+
 /// `clients` GETs of one key at once, half of them accepting gzip, each body checked; how
 /// long the burst took.
 async fn burst(proxy: &Proxy, clients: usize) -> Duration {
