@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 use zipwire_adapt::{BudgetSpec, MemoryGate};
@@ -150,7 +150,11 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
                 let response = respond(&state, &dashboard, &request);
                 async move { Ok::<_, Infallible>(response) }
             });
+            // A head not read within the time closes the connection, so a client that
+            // sends a partial head and waits holds no task for good.
             let served = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(ADMIN_HEAD_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
             if let Err(error) = served {
@@ -159,6 +163,10 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
         });
     }
 }
+
+/// How long the admin listener waits for a request head (and for the next one on an idle
+/// keep-alive connection); until 2026-11-27 it waited for ever.
+const ADMIN_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Answers one admin request.
 fn respond(

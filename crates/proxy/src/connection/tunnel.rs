@@ -1,13 +1,14 @@
 //! An upgraded client connection (a WebSocket, RFC 6455) joined to its upstream
-//! connection: bytes copied both ways as they come, never compressed, until either side
-//! closes (the end passed on, then both closed) or neither sends anything for [`Timeouts::upgrade_idle`] (HAProxy's `timeout
-//! tunnel`).
+//! connection: bytes copied both ways as they come, never compressed, until the upstream
+//! closes (each end passed on to the other side; a client's end alone leaves the upstream's
+//! answer to come) or neither sends anything for [`Timeouts::upgrade_idle`] (HAProxy's
+//! `timeout tunnel`).
 //!
 //! The tunnel runs in the client connection's own task, after hyper has handed the stream
 //! over (see [`ClientLink::hand_over`]): it keeps the connection's slot under
 //! `max_connections` and its place in the open-connection gauge, and it is closed, both
-//! sides, when the server's shutdown ends the connection tasks (at the end of the grace
-//! period, as HAProxy's hard-stop closes its tunnels).
+//! sides, when the server's shutdown ends the connection tasks (a tunnel holds no shutdown
+//! watcher, so that is at once: see `timeouts` in docs/config.md).
 //!
 //! [`Timeouts::upgrade_idle`]: crate::Timeouts::upgrade_idle
 
@@ -114,10 +115,13 @@ pub(crate) enum Ended {
     Idle,
 }
 
-/// Copies `a` to `b` and `b` to `a` until either reaches its end of stream (passed on to
-/// the other as a shutdown: a WebSocket has no use for a half-closed connection, and one
-/// left half-open would hold the tunnel until the idle time), or nothing was read from
-/// either for `idle`; then both are dropped, which closes them.
+/// Copies `a` (the client) to `b` (the upstream) and `b` to `a` until the upstream's end of
+/// stream, or nothing was read from either for `idle`; then both are dropped, which closes
+/// them. Each end is passed on to the other side as a shutdown. The client's end alone does
+/// not end the tunnel: a client that half-closes after its Close frame still gets the
+/// server's Close frame and last messages (until 2026-11-27 the tunnel ended at the first end
+/// and dropped them). The server's end does (RFC 6455 §7.1.1: the server closes first), so
+/// a client that never closes holds nothing.
 pub(crate) async fn copy_until_idle<A, B>(a: A, b: B, idle: Duration) -> io::Result<Ended>
 where
     A: AsyncRead + AsyncWrite + Unpin,
@@ -132,13 +136,14 @@ where
     let forward = pass(&mut a_read, &mut b_write, &up);
     let backward = pass(&mut b_read, &mut a_write, &down);
     tokio::pin!(forward, backward);
+    let mut forward_ended = false;
     loop {
         let since = Duration::from_millis(last.load(Ordering::Relaxed));
         let due = start + since + idle;
         tokio::select! {
-            passed = &mut forward => {
+            passed = &mut forward, if !forward_ended => {
                 passed?;
-                break;
+                forward_ended = true;
             }
             passed = &mut backward => {
                 passed?;
@@ -250,7 +255,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_tunnel_ends_when_either_side_closes() {
+    async fn the_upstreams_end_ends_the_tunnel() {
+        let (mut client, a) = tokio::io::duplex(1024);
+        let (mut upstream, b) = tokio::io::duplex(1024);
+        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(60)));
+        upstream.write_all(b"bye").await.expect("write");
+        upstream.shutdown().await.expect("shutdown");
+        // The client never closes: the tunnel ends anyway, and the client reads the end.
+        let ended = tunnel.await.expect("joined").expect("no error");
+        assert_eq!(ended, Ended::Closed(0, 3));
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.expect("read");
+        assert_eq!(rest, b"bye");
+    }
+
+    #[tokio::test]
+    async fn after_the_clients_end_the_upstreams_answer_still_comes() {
         let (mut client, a) = tokio::io::duplex(1024);
         let (mut upstream, b) = tokio::io::duplex(1024);
         let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(60)));
@@ -260,14 +280,17 @@ mod tests {
         assert_eq!(&back, b"de");
         client.write_all(b"abc").await.expect("write");
         client.shutdown().await.expect("shutdown");
-        // The upstream gets what was sent, then the end; the client's side is closed too.
+        // The upstream gets what was sent, then the end...
         let mut got = Vec::new();
         upstream.read_to_end(&mut got).await.expect("read");
         assert_eq!(got, b"abc");
-        let ended = tunnel.await.expect("joined").expect("no error");
-        assert_eq!(ended, Ended::Closed(3, 2));
+        // ...and may still answer (a WebSocket server's Close frame) before it ends too.
+        upstream.write_all(b"bye").await.expect("write");
+        upstream.shutdown().await.expect("shutdown");
         let mut rest = Vec::new();
         client.read_to_end(&mut rest).await.expect("read");
-        assert!(rest.is_empty());
+        assert_eq!(rest, b"bye");
+        let ended = tunnel.await.expect("joined").expect("no error");
+        assert_eq!(ended, Ended::Closed(3, 5));
     }
 }

@@ -370,6 +370,14 @@ impl Proxy {
         // RFC 9112 §3.2.2: a proxy forwarding an absolute-form request generates `Host` from
         // the target's authority, not from the received `Host`.
         if let Some(authority) = request.uri.authority() {
+            // No userinfo in what goes upstream as Host (RFC 9110 §4.2.4, RFC 9113 §8.3.1):
+            // `check_host` refuses it in the Host field, and the target's authority is held
+            // to the same.
+            if authority.as_str().contains('@') {
+                return Err(ProxyError::BadRequest {
+                    reason: "request target carries userinfo",
+                });
+            }
             if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
                 headers.insert(HOST, host);
             }

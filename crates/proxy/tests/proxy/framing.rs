@@ -145,9 +145,12 @@ async fn an_http_10_client_is_not_promised_keep_alive_on_a_close_delimited_body(
 async fn host_must_be_there_once() {
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;
-    let refused: [&[u8]; 2] = [
+    let refused: [&[u8]; 4] = [
         b"GET /small.txt HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
         b"GET /small.txt HTTP/1.1\r\nAccept: */*\r\n\r\n",
+        b"GET /small.txt HTTP/1.1\r\nHost: attacker@victim.example\r\n\r\n",
+        // The target's authority becomes the upstream Host: no userinfo there either.
+        b"GET http://attacker@victim.example/small.txt HTTP/1.1\r\nHost: victim.example\r\n\r\n",
     ];
     for raw in refused {
         let answer = raw_exchange(proxy.addr, raw, Duration::from_secs(3)).await;
@@ -155,7 +158,7 @@ async fn host_must_be_there_once() {
         assert!(text.starts_with("HTTP/1.1 400"), "{text}");
     }
     assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
-    assert_eq!(Proxy::count(&proxy.stats.errors.client), 2);
+    assert_eq!(Proxy::count(&proxy.stats.errors.client), 4);
     // HTTP/1.0 did not require it.
     let answer = raw_exchange(
         proxy.addr,

@@ -179,6 +179,36 @@ async fn admin_serves_stats_and_metrics() {
     assert_eq!(head.status, 404);
 }
 
+/// A client that sends half a request head to the admin listener and waits is cut off
+/// once the head timeout (10 s) has passed, rather than holding a task for good.
+#[tokio::test]
+async fn the_admin_listener_drops_a_head_that_never_ends() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
+    let admin = proxy.admin.expect("admin configured");
+    let mut stream = tokio::net::TcpStream::connect(admin)
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"GET /stats HTTP/1.1\r\nHo")
+        .await
+        .expect("write");
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 256];
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await;
+    let read = read.expect("still open after 20 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// A gather budget smaller than one call (zstd and brotli take calls of up to twice
 /// `coalesce`): calls are cut to the budget, and every body still comes out whole. Such a
 /// budget once left the body waiting for a share it could never get, spinning its thread.
