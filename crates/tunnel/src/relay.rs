@@ -533,6 +533,25 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     fn unread(&self) -> &[u8] {
         &self.buf[self.pos..]
     }
+
+    /// The next frame's head and its length, reading as much as it takes; `None` where the
+    /// stream ended cleanly between frames. A stream that ends inside a frame is the peer
+    /// vanishing.
+    async fn next_head(&mut self) -> Result<Option<(Head, usize)>, RelayError> {
+        loop {
+            if let Some(parsed) = frame::parse_head(self.unread()).map_err(RelayError::Frame)? {
+                return Ok(Some(parsed));
+            }
+            let want = self.unread().len() + 1;
+            if !self.fill(want).await.map_err(tunnel_read_error)? {
+                return if self.unread().is_empty() {
+                    Ok(None)
+                } else {
+                    Err(RelayError::PeerVanished)
+                };
+            }
+        }
+    }
 }
 
 async fn receive_loop<R: AsyncRead>(
@@ -551,16 +570,8 @@ async fn receive_loop<R: AsyncRead>(
     let mut out = Vec::new();
     let result = async {
         loop {
-            let (head, used) = loop {
-                match frame::parse_head(reader.unread()).map_err(RelayError::Frame)? {
-                    Some(parsed) => break parsed,
-                    None => {
-                        let want = reader.unread().len() + 1;
-                        if !reader.fill(want).await.map_err(tunnel_read_error)? {
-                            return Err(RelayError::PeerVanished);
-                        }
-                    }
-                }
+            let Some((head, used)) = reader.next_head().await? else {
+                return Err(RelayError::PeerVanished);
             };
             heard.frame();
             let header = match head {
@@ -637,21 +648,8 @@ async fn after_end<R: AsyncRead>(
     heard: &Heard,
 ) -> Result<(), RelayError> {
     loop {
-        let (head, used) = loop {
-            match frame::parse_head(reader.unread()).map_err(RelayError::Frame)? {
-                Some(parsed) => break parsed,
-                None => {
-                    let want = reader.unread().len() + 1;
-                    if !reader.fill(want).await.map_err(tunnel_read_error)? {
-                        // A clean close; a frame cut short by it is the peer vanishing.
-                        return if reader.unread().is_empty() {
-                            Ok(())
-                        } else {
-                            Err(RelayError::PeerVanished)
-                        };
-                    }
-                }
-            }
+        let Some((head, used)) = reader.next_head().await? else {
+            return Ok(());
         };
         heard.frame();
         reader.pos += used;

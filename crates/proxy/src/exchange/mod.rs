@@ -1,5 +1,6 @@
 //! One request's exchange with an origin, from the request head to the last byte of the
-//! response: the phases in [`service`] (pingora's `ProxyHttp` is the model), the forwarding
+//! response: the phases in [`service`] (pingora's `ProxyHttp` is the model), the request
+//! head's checks in [`checks`], the forwarding
 //! filters in [`forward`], the request body in [`request_body`] and [`replay`], the origins
 //! in [`upstream`] and [`read_timeout`] (reached through [`connector`]: TCP, or TLS for
 //! `https://`), the body in flight to the client in [`outgoing`], and which requests open a
@@ -8,6 +9,7 @@
 //! What to do with a response is asked of [`crate::decide`]; how its body is encoded, of
 //! [`crate::encode`].
 
+pub(crate) mod checks;
 pub(crate) mod connector;
 pub(crate) mod forward;
 pub(crate) mod outgoing;

@@ -24,7 +24,7 @@ use http::header::{
 };
 use http::request::Parts as RequestParts;
 use http::response::Parts as ResponseParts;
-use http::uri::{Authority, PathAndQuery};
+use http::uri::PathAndQuery;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body as _;
 use hyper::body::Incoming;
@@ -47,6 +47,7 @@ use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy
 use crate::encode::codings::Codings;
 use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
+use crate::exchange::checks;
 use crate::exchange::forward::{self, ViaEntries};
 use crate::exchange::outgoing::{AccessLog, ResponseBody};
 use crate::exchange::upgrade;
@@ -340,9 +341,9 @@ impl Proxy {
                 },
             });
         }
-        check_head_size(request, self.max_head)?;
-        check_host(request)?;
-        check_transfer_coding(request)?;
+        checks::head_size(request, self.max_head)?;
+        checks::host(request)?;
+        checks::transfer_coding(request)?;
         let mut facts = RequestFacts::from_parts(&request.method, &request.headers);
         facts.close_delimited = request.version < Version::HTTP_11;
         Ok(facts)
@@ -371,7 +372,7 @@ impl Proxy {
         // the target's authority, not from the received `Host`.
         if let Some(authority) = request.uri.authority() {
             // No userinfo in what goes upstream as Host (RFC 9110 §4.2.4, RFC 9113 §8.3.1):
-            // `check_host` refuses it in the Host field, and the target's authority is held
+            // `checks::host` refuses it in the Host field, and the target's authority is held
             // to the same.
             if authority.as_str().contains('@') {
                 return Err(ProxyError::BadRequest {
@@ -695,74 +696,6 @@ fn for_http11_upstream(headers: &mut HeaderMap) {
             headers.insert(COOKIE, value);
         }
     }
-}
-
-/// 414 when the request target alone is over the head limit, 431 when the whole head is
-/// (nginx answers 414 for an over-long request line too). hyper's read buffer leaves room past
-/// the limit for a long request line to be parsed, so that it can be told apart.
-fn check_head_size(request: &RequestParts, limit: usize) -> Result<(), ProxyError> {
-    let target = request.uri.authority().map_or(0, |a| a.as_str().len() + 7)
-        + request.uri.path_and_query().map_or(1, |p| p.as_str().len());
-    if target > limit {
-        return Err(ProxyError::Refused {
-            status: StatusCode::URI_TOO_LONG,
-            reason: "request target over the head limit",
-        });
-    }
-    // The request line and every field line as sent, give or take optional whitespace.
-    let fields: usize = request
-        .headers
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + 4)
-        .sum();
-    if request.method.as_str().len() + target + 12 + fields + 2 > limit {
-        return Err(ProxyError::Refused {
-            status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            reason: "request head over the limit",
-        });
-    }
-    Ok(())
-}
-
-/// RFC 9112 §3.2: 400 for an HTTP/1.1 request without `Host`, for more than one `Host`
-/// line, and for a `Host` that is not `host[:port]` (empty is allowed: a target without
-/// authority).
-fn check_host(request: &RequestParts) -> Result<(), ProxyError> {
-    let mut hosts = request.headers.get_all(HOST).iter();
-    let authority = request.uri.authority().map(Authority::as_str);
-    let reason = match (hosts.next(), hosts.next()) {
-        (Some(_), Some(_)) => "more than one Host",
-        // RFC 9113 §8.3.1: a Host that names another entity than `:authority` is malformed.
-        (Some(host), None)
-            if request.version == Version::HTTP_2
-                && authority
-                    .is_some_and(|a| !a.as_bytes().eq_ignore_ascii_case(host.as_bytes())) =>
-        {
-            "Host differs from :authority"
-        }
-        (None, _) if request.version == Version::HTTP_11 => "no Host in an HTTP/1.1 request",
-        (Some(host), None)
-            if !host.is_empty()
-                && (host.as_bytes().contains(&b'@')
-                    || Authority::try_from(host.as_bytes()).is_err()) =>
-        {
-            "Host is not host[:port]"
-        }
-        _ => return Ok(()),
-    };
-    Err(ProxyError::BadRequest { reason })
-}
-
-/// 501 for a request whose transfer coding is anything but `chunked` alone (RFC 9112 §6.1; as
-/// nginx), see [`forward::is_chunked_or_none`].
-fn check_transfer_coding(request: &RequestParts) -> Result<(), ProxyError> {
-    if forward::is_chunked_or_none(&request.headers) {
-        return Ok(());
-    }
-    Err(ProxyError::Refused {
-        status: StatusCode::NOT_IMPLEMENTED,
-        reason: "transfer coding other than chunked",
-    })
 }
 
 #[cfg(test)]
