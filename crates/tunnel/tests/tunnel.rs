@@ -254,16 +254,21 @@ async fn read_until_error<R: AsyncRead + Unpin>(r: &mut R) -> (usize, bool) {
     }
 }
 
+/// Closes `stream` with a reset (linger 0), as a process that dies does.
+fn reset(stream: TcpStream) {
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+    drop(stream);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_that_resets_mid_stream_is_an_error_not_an_end_at_the_application() {
     let keys = keys();
     let target = target(|mut stream: TcpStream| async move {
         stream.write_all(&text(1_000_000, 5)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
-        socket2::SockRef::from(&stream)
-            .set_linger(Some(Duration::ZERO))
-            .unwrap();
-        drop(stream);
+        reset(stream);
     })
     .await;
     let (server, _) = start_server(&keys, target, Choice::Auto).await;
@@ -286,10 +291,7 @@ async fn a_target_that_fails_after_its_end_resets_the_application() {
         stream.write_all(b"hello").await.unwrap();
         stream.shutdown().await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        socket2::SockRef::from(&stream)
-            .set_linger(Some(Duration::ZERO))
-            .unwrap();
-        drop(stream);
+        reset(stream);
     })
     .await;
     let (server, _) = start_server(&keys, target, Choice::Auto).await;
