@@ -302,6 +302,13 @@ pub struct Timeouts {
     /// for minutes between messages, and HAProxy's own documentation suggests `timeout
     /// tunnel 1h`; nginx's 60 s default is the usual cause of dropped sockets there.
     pub upgrade_idle: Duration,
+    /// The longest a client may take no response bytes while the proxy has some to send
+    /// (nginx `send_timeout`, HAProxy's `timeout client` on the write side): a write to the
+    /// client's connection that makes no progress for this long ends the connection, and an
+    /// HTTP/2 stream whose flow-control window the client leaves shut this long is reset. In
+    /// either case the upstream connection behind the response is let go. Counted between two
+    /// successful writes, not for a whole response. Default 60 s.
+    pub send: Duration,
 }
 
 impl Default for Timeouts {
@@ -314,6 +321,7 @@ impl Default for Timeouts {
             idle: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             upgrade_idle: Duration::from_secs(3600),
+            send: Duration::from_secs(60),
         }
     }
 }

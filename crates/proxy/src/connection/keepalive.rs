@@ -19,8 +19,17 @@
 //! with GOAWAY (RFC 9113 §9.1: a client then knows that no request of its was dropped); a
 //! client that does not close within `header_read` after that is cut.
 //!
+//! Writes have one deadline whatever the phase, [`Timeouts::send`] (nginx's `send_timeout`):
+//! a write the client does not take within it fails, which ends the connection, and with it
+//! the responses it was carrying and their upstream connections. It is counted from the
+//! first write that had to wait, and a write that makes any progress starts it again, so a
+//! slow reader is never cut, only one that stopped. On HTTP/2 a client can also stop one
+//! stream without stopping the socket, by leaving its window shut; [`crate::connection::stall`]
+//! times those.
+//!
 //! [`Timeouts::idle`]: crate::Timeouts::idle
 //! [`Timeouts::header_read`]: crate::Timeouts::header_read
+//! [`Timeouts::send`]: crate::Timeouts::send
 
 use std::future::Future;
 use std::io;
@@ -35,6 +44,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 use crate::connection::interim::Interim;
+use crate::connection::stall::{Stalls, Watched};
+use crate::settings::Timeouts;
 
 /// Where a client connection stands, shared by its reads and its requests.
 #[derive(Clone, Debug)]
@@ -44,6 +55,9 @@ pub(crate) struct Phases {
     interim: Interim,
     header_read: Duration,
     idle: Duration,
+    send: Duration,
+    /// HTTP/2: the streams whose sends are timed.
+    stalls: Stalls,
 }
 
 #[derive(Debug)]
@@ -75,8 +89,8 @@ enum Phase {
 }
 
 impl Phases {
-    /// The phases of a connection accepted now.
-    pub(crate) fn new(header_read: Duration, idle: Duration) -> Phases {
+    /// The phases of a connection accepted now under `timeouts`.
+    pub(crate) fn new(timeouts: &Timeouts) -> Phases {
         Phases {
             shared: Arc::new(Mutex::new(Shared {
                 phase: Phase::Head(Instant::now()),
@@ -86,9 +100,11 @@ impl Phases {
                 closer: None,
                 reader: None,
             })),
+            stalls: Stalls::default(),
             interim: Interim::default(),
-            header_read,
-            idle,
+            header_read: timeouts.header_read,
+            idle: timeouts.idle,
+            send: timeouts.send,
         }
     }
 
@@ -114,6 +130,12 @@ impl Phases {
         Served(self.clone())
     }
 
+    /// Requests being served now.
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> usize {
+        self.lock().open
+    }
+
     /// The connection was upgraded: no read deadline from now on, whatever else ends.
     pub(crate) fn tunnel(&self) {
         self.lock().phase = Phase::Tunnel;
@@ -128,7 +150,23 @@ impl Phases {
 
     /// Completes when an HTTP/2 connection has been idle for `idle`: time to close it
     /// gracefully. Never completes on HTTP/1, whose idle reads fail instead.
+    ///
+    /// Meanwhile, on HTTP/2, it resets the streams that the client has left without room to
+    /// send for [`Timeouts::send`] (see [`crate::connection::stall`]).
     pub(crate) async fn idle_expired(&self) {
+        let multiplexed = self.lock().multiplexed;
+        let told = self.told_idle();
+        if multiplexed {
+            tokio::select! {
+                () = told => {}
+                () = self.stalls.expire(self.send) => {}
+            }
+        } else {
+            told.await;
+        }
+    }
+
+    async fn told_idle(&self) {
         std::future::poll_fn(|cx| {
             let mut shared = self.lock();
             if shared.idle_expired {
@@ -210,58 +248,120 @@ impl Drop for Served {
 }
 
 /// A response body that holds its request's [`Served`] until the connection drops it.
-#[derive(Debug)]
-pub(crate) struct ServedBody<B> {
-    inner: B,
-    _served: Served,
+pub(crate) enum ServedBody<B> {
+    /// HTTP/1: the connection's writes are timed, nothing more to do here.
+    Direct {
+        /// The response body.
+        inner: B,
+        /// Ends the request when dropped.
+        _served: Served,
+    },
+    /// HTTP/2: the stream's sends are timed as well ([`crate::connection::stall`]).
+    Watched(Watched<B>),
 }
 
-impl<B> ServedBody<B> {
-    /// `inner`, ending the request when it is dropped.
+impl<B: Send + 'static> ServedBody<B> {
+    /// `inner`, ending the request when it is dropped; on HTTP/2 timed as it is sent.
     pub(crate) fn new(inner: B, served: Served) -> ServedBody<B> {
-        ServedBody {
-            inner,
-            _served: served,
+        if !served.0.lock().multiplexed {
+            return ServedBody::Direct {
+                inner,
+                _served: served,
+            };
+        }
+        let stalls = served.0.stalls.clone();
+        ServedBody::Watched(stalls.watch(inner, served))
+    }
+}
+
+impl<B: Body<Data = Bytes> + Unpin> Body for ServedBody<B>
+where
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            ServedBody::Direct { inner, .. } => Pin::new(inner)
+                .poll_frame(cx)
+                .map(|polled| polled.map(|frame| frame.map_err(Into::into))),
+            ServedBody::Watched(watched) => watched.poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ServedBody::Direct { inner, .. } => inner.is_end_stream(),
+            ServedBody::Watched(watched) => watched.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ServedBody::Direct { inner, .. } => inner.size_hint(),
+            ServedBody::Watched(watched) => watched.size_hint(),
         }
     }
 }
 
-impl<B: Body<Data = Bytes> + Unpin> Body for ServedBody<B> {
-    type Data = Bytes;
-    type Error = B::Error;
+/// The error a response body ends with, as hyper takes it.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A client stream whose reads fail past the deadline of the connection's phase.
+/// A client stream whose reads fail past the deadline of the connection's phase, and whose
+/// writes fail when the client takes nothing for [`Timeouts::send`].
 #[derive(Debug)]
 pub(crate) struct TimedStream<S> {
     inner: S,
     phases: Phases,
     timer: Option<Pin<Box<Sleep>>>,
+    /// Armed when a write first has to wait, and disarmed by one that makes progress.
+    write_timer: Option<Pin<Box<Sleep>>>,
+    write_waiting: bool,
 }
 
 impl<S> TimedStream<S> {
-    /// `inner`, read under `phases`.
+    /// `inner`, read and written under `phases`.
     pub(crate) fn new(inner: S, phases: Phases) -> TimedStream<S> {
         TimedStream {
             inner,
             phases,
             timer: None,
+            write_timer: None,
+            write_waiting: false,
         }
+    }
+
+    /// Runs one write operation on the stream under the send deadline.
+    fn timed_write<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(&mut S, &Interim, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if let Poll::Ready(result) = write(&mut self.inner, &self.phases.interim, cx) {
+            self.write_waiting = false;
+            return Poll::Ready(result);
+        }
+        let Some(due) = Instant::now().checked_add(self.phases.send) else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .write_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if !self.write_waiting {
+            self.write_waiting = true;
+            timer.as_mut().reset(due);
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "client send timeout: the client took nothing of the response",
+        )))
     }
 }
 
@@ -310,9 +410,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_write(cx, buf)
+        self.timed_write(cx, |inner, interim, cx| {
+            ready!(interim.poll_finish(inner, cx))?;
+            Pin::new(inner).poll_write(cx, buf)
+        })
     }
 
     fn poll_write_vectored(
@@ -320,9 +421,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+        self.timed_write(cx, |inner, interim, cx| {
+            ready!(interim.poll_finish(inner, cx))?;
+            Pin::new(inner).poll_write_vectored(cx, bufs)
+        })
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -332,15 +434,17 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
     /// Writes the interim heads queued first (see [`crate::connection::interim`] for why
     /// only here).
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        ready!(this.phases.interim.poll_drain(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        self.timed_write(cx, |inner, interim, cx| {
+            ready!(interim.poll_drain(inner, cx))?;
+            Pin::new(inner).poll_flush(cx)
+        })
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        ready!(this.phases.interim.poll_finish(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        self.timed_write(cx, |inner, interim, cx| {
+            ready!(interim.poll_finish(inner, cx))?;
+            Pin::new(inner).poll_shutdown(cx)
+        })
     }
 }
 
@@ -350,7 +454,12 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn phases() -> Phases {
-        Phases::new(Duration::from_secs(1), Duration::from_secs(5))
+        Phases::new(&Timeouts {
+            header_read: Duration::from_secs(1),
+            idle: Duration::from_secs(5),
+            send: Duration::from_secs(3),
+            ..Timeouts::default()
+        })
     }
 
     #[tokio::test(start_paused = true)]
@@ -417,6 +526,47 @@ mod tests {
         let failed = reader.await.expect("reader");
         assert_eq!(failed, Err(io::ErrorKind::TimedOut));
         assert_eq!(Instant::now() - ended, Duration::from_secs(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_client_takes_nothing_of_fails_after_send() {
+        let (client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        let _served = phases.serve();
+        let mut stream = TimedStream::new(server, phases);
+        let started = Instant::now();
+        let error = stream
+            .write_all(&[b'x'; 1024])
+            .await
+            .expect_err("timed out");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        // Counted from the first write that waited (the first 64 bytes went at once).
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        drop(client);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_reader_is_never_cut() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let phases = phases();
+        let mut stream = TimedStream::new(server, phases);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 16];
+            loop {
+                // Less than `send` between reads, far more in all.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                match client.read(&mut buf).await.expect("read") {
+                    0 => return got,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        let started = Instant::now();
+        stream.write_all(&[b'x'; 1024]).await.expect("all taken");
+        stream.shutdown().await.expect("shutdown");
+        assert!(started.elapsed() > Duration::from_secs(100));
+        assert_eq!(reader.await.expect("reader").len(), 1024);
     }
 
     #[tokio::test(start_paused = true)]

@@ -4,8 +4,9 @@
 //! becomes: [`server`] accepts clients (the connection limit, graceful shutdown) from every
 //! [`listener`]; [`tls`] terminates TLS on the TLS listeners (certificates by SNI, reloads,
 //! the handshake timeout); [`http`] speaks HTTP/1.1 or HTTP/2 on one client's stream
-//! (hyper's servers); [`keepalive`] bounds the gaps between requests and the reading of one
-//! head; [`interim`] writes `103 Early Hints` beside hyper; [`tunnel`] joins an upgraded
+//! (hyper's servers); [`keepalive`] bounds the gaps between requests, the reading of one
+//! head and the client's taking of a response; [`stall`] resets HTTP/2 streams whose window
+//! a client keeps shut; [`interim`] writes `103 Early Hints` beside hyper; [`tunnel`] joins an upgraded
 //! connection to its upstream; [`graceful`] closes connections at shutdown; [`cork`] lets
 //! the kernel know more of a response follows; [`admin`]
 //! is the operators' listener (`/stats`, `/metrics`). Each request that a connection reads
@@ -19,5 +20,6 @@ pub(crate) mod interim;
 pub(crate) mod keepalive;
 pub(crate) mod listener;
 pub(crate) mod server;
+pub(crate) mod stall;
 pub(crate) mod tls;
 pub(crate) mod tunnel;

@@ -37,7 +37,7 @@ use crate::encode::budget;
 use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
 use crate::exchange::service::Proxy;
-use crate::settings::ProxyConfig;
+use crate::settings::{ProxyConfig, Timeouts};
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
@@ -65,8 +65,8 @@ pub struct Server {
     protocols: Protocols,
     /// What a cleartext connection may speak.
     cleartext: Protocol,
-    /// `header_read` and `idle`, for each connection's [`Phases`].
-    phases: (Duration, Duration),
+    /// The client timeouts, for each connection's [`Phases`].
+    timeouts: Timeouts,
     max_connections: usize,
     shutdown_grace: Duration,
     counters: Arc<Counters>,
@@ -122,7 +122,7 @@ impl Server {
         Ok(Server {
             listeners: Listeners::new(listeners),
             tls_reloader,
-            phases: (config.timeouts.header_read, config.timeouts.idle),
+            timeouts: config.timeouts,
             proxy: Arc::new(Proxy::new(
                 &config,
                 counters.clone(),
@@ -204,7 +204,7 @@ impl Server {
             proxy,
             protocols,
             cleartext,
-            phases,
+            timeouts,
             max_connections,
             shutdown_grace,
             counters,
@@ -274,7 +274,7 @@ impl Server {
             // The cork sits under TLS: the records a response's writes become carry its flag.
             let stream = CorkedStream::new(stream, more.clone());
             let span = info_span!("conn", id, %peer);
-            let phases = Phases::new(phases.0, phases.1);
+            let phases = Phases::new(&timeouts);
             let Some(acceptor) = listener.tls() else {
                 let connection = Connection {
                     proxy: proxy.clone(),

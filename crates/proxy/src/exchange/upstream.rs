@@ -15,8 +15,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::uri::{Authority, PathAndQuery, Scheme};
-use http::{HeaderMap, Method, Request, Response, Uri};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
+use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -116,6 +118,7 @@ impl Upstreams {
         mut head: Head,
         body: Incoming,
     ) -> Result<Response<UpstreamBody>, ProxyError> {
+        frame_unknown_length(&mut head.headers, &body);
         let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let replay = Replay::new(body);
         let attempts = if is_idempotent(&head.method) { 2 } else { 1 };
@@ -287,6 +290,21 @@ async fn answer_within<F: Future>(
         () = sent.wait() => {}
     }
     tokio::time::timeout(limit, request).await
+}
+
+/// Says `Transfer-Encoding: chunked` on a request whose body has content of a length not
+/// known ahead (chunked from an HTTP/1.1 client, DATA frames without `content-length` from an
+/// HTTP/2 one). hyper frames such a body as chunked on its own, except for GET, HEAD and
+/// CONNECT, whose body it then drops unsent unless the header asks for chunked: a search
+/// sent as a chunked GET (Elasticsearch's API takes one) would reach the origin empty.
+fn frame_unknown_length(headers: &mut HeaderMap, body: &Incoming) {
+    if body.is_end_stream()
+        || body.size_hint().exact().is_some()
+        || headers.contains_key(CONTENT_LENGTH)
+    {
+        return;
+    }
+    headers.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
 }
 
 /// Whether a method may be sent twice with the effect of once (RFC 9110 §9.2.2).

@@ -334,3 +334,20 @@ async fn early_hints_come_before_a_late_final_response_and_after_the_one_before(
         assert_eq!(whole.body, expected);
     }
 }
+
+#[tokio::test]
+async fn a_chunked_get_body_reaches_the_origin_whole() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let body = html(3_000);
+    for method in ["GET", "POST"] {
+        let mut client = RawClient::connect(proxy.addr).await;
+        let head =
+            format!("{method} /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+        client.send(head.as_bytes()).await;
+        client.send(&chunked(&body, 1_000)).await;
+        let response = client.response(false).await;
+        assert_eq!(response.status(), 200, "{}", response.head);
+        assert_eq!(response.body, b"received 3000", "{method}");
+    }
+}

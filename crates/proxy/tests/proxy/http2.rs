@@ -339,3 +339,31 @@ async fn an_upload_larger_than_the_stream_window_reaches_the_origin_whole() {
     }
     assert_eq!(text, format!("received {}", 1 << 20).as_bytes());
 }
+
+#[tokio::test]
+async fn a_get_body_without_a_length_reaches_the_origin_whole() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (send, _driver) = h2_connect(proxy.addr).await;
+    let mut send = bounded("a free stream", send.ready())
+        .await
+        .expect("the connection takes streams");
+    let request = Request::get(format!("http://{}/upload", proxy.addr))
+        .body(())
+        .expect("valid request");
+    let (response, mut upload) = send.send_request(request, false).expect("stream opened");
+    upload.reserve_capacity(3_000);
+    upload
+        .send_data(Bytes::from(html(3_000)), true)
+        .expect("body sent");
+    let response = bounded("the response head", response)
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut out = Vec::new();
+    while let Some(chunk) = bounded("the response body", body.data()).await {
+        out.extend_from_slice(&chunk.expect("body data"));
+    }
+    assert_eq!(out, b"received 3000");
+}

@@ -1,11 +1,138 @@
 //! Client-side timeouts: the request body (nginx `client_body_timeout`), the gap between
-//! requests (`keepalive_timeout`), and the upstream's time to answer counted from the end of
-//! the upload.
+//! requests (`keepalive_timeout`), the upstream's time to answer counted from the end of
+//! the upload, and a client that stops taking its response (`send_timeout`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::http2::{bounded, h2_connect, h2_get};
 use crate::raw::*;
 use crate::support::*;
+
+/// An origin that answers `GET /endless` with a page that never ends (bounded at 4 GiB, far
+/// past any socket buffer) and anything else with a small page; the count is of endless
+/// answers whose writes failed because the proxy let their connection go.
+async fn endless_origin() -> (RawOrigin, Arc<AtomicUsize>) {
+    let let_go = Arc::new(AtomicUsize::new(0));
+    let counted = let_go.clone();
+    let origin = RawOrigin::start(move |mut conn| {
+        let let_go = counted.clone();
+        async move {
+            while let Some(head) = conn.read_head().await {
+                if !head.starts_with("GET /endless ") {
+                    let small = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmall";
+                    if conn.stream.write_all(small).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\
+                            Transfer-Encoding: chunked\r\n\r\n";
+                if conn.stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let page = html(64 * 1024);
+                let mut chunk = format!("{:x}\r\n", page.len()).into_bytes();
+                chunk.extend_from_slice(&page);
+                chunk.extend_from_slice(b"\r\n");
+                for _ in 0..65_536 {
+                    if conn.stream.write_all(&chunk).await.is_err() {
+                        let_go.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                }
+                return;
+            }
+        }
+    })
+    .await;
+    (origin, let_go)
+}
+
+/// Whether `count` reaches one within `limit`.
+async fn reaches_one(count: &AtomicUsize, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while count.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count.load(Ordering::SeqCst) == 1
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_lets_go_of_the_origin_after_send() {
+    let (origin, let_go) = endless_origin().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.send = Duration::from_millis(500);
+    })
+    .await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"GET /endless HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        .await;
+    // The client reads nothing: the socket buffers fill, the proxy's writes wait, and the
+    // send timeout ends the connection and the upstream one behind it.
+    assert!(
+        reaches_one(&let_go, Duration::from_secs(15)).await,
+        "the origin connection is still held"
+    );
+    // What the proxy had written is still delivered, then the connection ends.
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n @ 1..) = client.stream.read(&mut buf).await {
+            let _ = n;
+        }
+    });
+    assert!(drained.await.is_ok(), "the client connection is still open");
+    drop(origin);
+}
+
+#[tokio::test]
+async fn an_http2_stream_left_without_window_is_reset_and_its_origin_let_go() {
+    let (origin, let_go) = endless_origin().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.send = Duration::from_millis(500);
+    })
+    .await;
+    let (send, _driver) = h2_connect(proxy.addr).await;
+    let mut stream = bounded("a free stream", send.clone().ready())
+        .await
+        .expect("the connection takes streams");
+    let request = http::Request::get(format!("http://{}/endless", proxy.addr))
+        .header("accept-encoding", "gzip")
+        .body(())
+        .expect("valid request");
+    let (response, _) = stream.send_request(request, true).expect("stream opened");
+    let response = bounded("the response head", response)
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 200);
+    // The stream's window (64 KiB) fills and is never opened: the connection itself stays
+    // well (h2 answers PINGs), only the stream waits.
+    assert!(
+        reaches_one(&let_go, Duration::from_secs(15)).await,
+        "the origin connection is still held"
+    );
+    // When the client opens the window again, the stream is reset, not ended as if whole.
+    let mut body = response.into_body();
+    let ended = loop {
+        match bounded("the rest of the stream", body.data()).await {
+            Some(Ok(chunk)) => {
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            Some(Err(error)) => break Ok(error),
+            None => break Err("the stream ended as if whole"),
+        }
+    };
+    let error = ended.expect("a reset");
+    assert!(error.is_reset(), "{error}");
+    // The connection goes on.
+    let (parts, small) = h2_get(&send, proxy.addr, "/small", &[]).await;
+    assert_eq!(parts.status, 200);
+    assert_eq!(&small[..], b"small");
+}
 
 #[tokio::test]
 async fn a_slow_upload_that_progresses_is_not_an_upstream_timeout() {

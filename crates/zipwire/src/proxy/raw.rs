@@ -196,6 +196,8 @@ pub struct RawTimeouts {
     pub shutdown_grace: Option<Quantity>,
     /// `upgrade_idle`.
     pub upgrade_idle: Option<Quantity>,
+    /// `send`.
+    pub send: Option<Quantity>,
 }
 
 /// `[limits]`.
@@ -301,6 +303,7 @@ impl RawConfig {
                 idle: top.timeouts.idle.or(self.timeouts.idle),
                 shutdown_grace: top.timeouts.shutdown_grace.or(self.timeouts.shutdown_grace),
                 upgrade_idle: top.timeouts.upgrade_idle.or(self.timeouts.upgrade_idle),
+                send: top.timeouts.send.or(self.timeouts.send),
             },
             cache: match (top.cache, self.cache) {
                 (Some(top), Some(base)) => Some(RawCache {

@@ -153,6 +153,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         ("idle", timeouts.idle),
         ("shutdown_grace", timeouts.shutdown_grace),
         ("upgrade_idle", timeouts.upgrade_idle),
+        ("send", timeouts.send),
     ] {
         writeln!(out, "{key} = {}", quote(&format_duration(duration)))?;
     }

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 52);
+    assert_eq!(example.len(), 53);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -167,6 +167,7 @@ fn every_key_is_applied() {
         idle = "90s"
         shutdown_grace = "0s"
         upgrade_idle = "30m"
+        send = "45s"
         [limits]
         max_header_bytes = "16k"
         max_connections = 500
@@ -223,6 +224,7 @@ fn every_key_is_applied() {
     assert_eq!(t.idle, Duration::from_secs(90));
     assert_eq!(t.shutdown_grace, Duration::ZERO);
     assert_eq!(t.upgrade_idle, Duration::from_secs(1800));
+    assert_eq!(t.send, Duration::from_secs(45));
     assert_eq!(config.limits.max_header_bytes, 16 * 1024);
     assert_eq!(config.limits.max_connections, 500);
     let h = &config.http2;
@@ -355,6 +357,7 @@ fn rejections_name_the_key() {
         ("[timeouts]\nidle = 2.5", "timeouts.idle: 2.5 has no unit"),
         ("[timeouts]\nshutdown_grace = \"x\"", "timeouts.shutdown_grace: 'x' is not a duration"),
         ("[timeouts]\nupgrade_idle = \"0s\"", "timeouts.upgrade_idle: must be longer than zero"),
+        ("[timeouts]\nsend = \"0s\"", "timeouts.send: must be longer than zero"),
         ("upstream_ca_file = \"/nonexistent/ca.pem\"", "upstream_ca_file: /nonexistent/ca.pem: cannot read"),
         ("upstream_ca_file = \"/dev/null\"", "upstream_ca_file: /dev/null: holds no PEM certificate"),
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),

@@ -251,6 +251,9 @@ impl TryFrom<RawConfig> for ProxyConfig {
         if let Some(t) = &raw_timeouts.upgrade_idle {
             timeouts.upgrade_idle = positive_duration("timeouts.upgrade_idle", t)?;
         }
+        if let Some(t) = &raw_timeouts.send {
+            timeouts.send = positive_duration("timeouts.send", t)?;
+        }
 
         if let Some(bytes) = &raw.limits.max_header_bytes {
             let bytes = size_in("limits.max_header_bytes", bytes, 1 << 10..=16 << 20)?;
