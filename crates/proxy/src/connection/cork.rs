@@ -25,20 +25,36 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// The flag a response body raises while more of it follows at once, shared with the
-/// connection's [`CorkedStream`].
+/// The flags a response body raises for the connection's [`CorkedStream`]: while more of it
+/// follows at once, and when it was cut short.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct MoreToCome(Arc<AtomicBool>);
+pub(crate) struct MoreToCome(Arc<Flags>);
+
+#[derive(Debug, Default)]
+struct Flags {
+    more: AtomicBool,
+    cut: AtomicBool,
+}
 
 impl MoreToCome {
     /// Says whether the next writes are followed at once by more of the same response.
     pub(crate) fn set(&self, more: bool) {
-        self.0.store(more, Ordering::Relaxed);
+        self.0.more.store(more, Ordering::Relaxed);
     }
 
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.more.load(Ordering::Relaxed)
+    }
+
+    /// The response being written failed (its upstream broke off, its gzip did not decode):
+    /// the connection is reset when it closes, never ended with a FIN. An HTTP/1.0 client
+    /// reads a body without a length to the connection's end, so a FIN would pass a cut body
+    /// off as whole; a reset is an error to every client (curl: "Connection reset by peer").
+    /// What the kernel still held of the response is dropped with it, which costs nothing:
+    /// the response is lost either way.
+    pub(crate) fn cut_short(&self) {
+        self.0.cut.store(true, Ordering::Relaxed);
     }
 }
 
@@ -76,6 +92,15 @@ impl CorkedStream {
     #[cfg(not(target_os = "linux"))]
     fn poll_send(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl Drop for CorkedStream {
+    fn drop(&mut self) {
+        if self.more.0.cut.load(Ordering::Relaxed) {
+            // A zero linger makes the close send RST.
+            let _ = socket2::SockRef::from(&self.inner).set_linger(Some(std::time::Duration::ZERO));
+        }
     }
 }
 

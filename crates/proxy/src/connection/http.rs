@@ -241,6 +241,7 @@ impl Connection {
             } else {
                 more.clone()
             };
+            let cut = more.clone();
             let client = ClientLink::new(&phases, &tunnel);
             let served = phases.serve();
             let hsts = hsts.clone();
@@ -258,7 +259,7 @@ impl Connection {
                             .headers_mut()
                             .insert(STRICT_TRANSPORT_SECURITY, value);
                     }
-                    Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served)))
+                    Ok::<_, Infallible>(response.map(|body| ServedBody::new(body, served, cut)))
                 }
                 .instrument(span),
             );

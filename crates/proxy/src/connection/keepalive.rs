@@ -43,6 +43,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
+use crate::connection::cork::MoreToCome;
 use crate::connection::interim::Interim;
 use crate::connection::stall::{Stalls, Watched};
 use crate::settings::Timeouts;
@@ -249,10 +250,12 @@ impl Drop for Served {
 
 /// A response body that holds its request's [`Served`] until the connection drops it.
 pub(crate) enum ServedBody<B> {
-    /// HTTP/1: the connection's writes are timed, nothing more to do here.
+    /// HTTP/1: the connection's writes are timed; a body that fails resets the connection.
     Direct {
         /// The response body.
         inner: B,
+        /// Raised when `inner` fails.
+        cut: MoreToCome,
         /// Ends the request when dropped.
         _served: Served,
     },
@@ -261,11 +264,13 @@ pub(crate) enum ServedBody<B> {
 }
 
 impl<B: Send + 'static> ServedBody<B> {
-    /// `inner`, ending the request when it is dropped; on HTTP/2 timed as it is sent.
-    pub(crate) fn new(inner: B, served: Served) -> ServedBody<B> {
+    /// `inner`, ending the request when it is dropped; on HTTP/1 `cut` short if it fails,
+    /// on HTTP/2 timed as it is sent.
+    pub(crate) fn new(inner: B, served: Served, cut: MoreToCome) -> ServedBody<B> {
         if !served.0.lock().multiplexed {
             return ServedBody::Direct {
                 inner,
+                cut,
                 _served: served,
             };
         }
@@ -286,9 +291,13 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
-            ServedBody::Direct { inner, .. } => Pin::new(inner)
-                .poll_frame(cx)
-                .map(|polled| polled.map(|frame| frame.map_err(Into::into))),
+            ServedBody::Direct { inner, cut, .. } => {
+                let polled = ready!(Pin::new(inner).poll_frame(cx));
+                if let Some(Err(_)) = &polled {
+                    cut.cut_short();
+                }
+                Poll::Ready(polled.map(|frame| frame.map_err(Into::into)))
+            }
             ServedBody::Watched(watched) => watched.poll_frame(cx),
         }
     }

@@ -61,6 +61,7 @@ pub fn apply(decision: &Decision, headers: &mut HeaderMap, version: Version) -> 
             }
             if vary == Vary::AddWeakEtag {
                 weaken_etag(headers);
+                headers.remove(ACCEPT_RANGES);
             }
             None
         }
@@ -88,6 +89,18 @@ pub fn rewrite_for_decompression(headers: &mut HeaderMap, version: Version) -> F
     headers.remove(CONTENT_ENCODING);
     forget_identity_bytes(headers);
     Framing::for_version(version)
+}
+
+/// Takes out of a 304 the fields that describe the bytes of the representation it stands
+/// for: `Content-Encoding` and the digests. A cache replaces its stored fields with the
+/// 304's (RFC 9111 §3.2, §4.3.4), and the 304 came from the origin's view of the bytes, not
+/// the recoded ones the client stored: an origin's `Content-Encoding: gzip` would relabel the
+/// decoded body a cache holds, its `identity` a gzip one. RFC 9110 §15.4.5 has a 304 send no
+/// such metadata anyway, so a cache that stored the origin's own bytes loses nothing: it keeps
+/// the stored fields the 304 does not carry.
+pub fn trim_not_modified(headers: &mut HeaderMap) {
+    headers.remove(CONTENT_ENCODING);
+    remove_digests(headers);
 }
 
 /// Merges `Accept-Encoding` into `Vary`, leaving one `Vary` line with each member once

@@ -13,17 +13,43 @@ use crate::decide::list;
 /// `X-Forwarded-For` (de facto standard; RFC 7239's `Forwarded` is its successor).
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
+/// Fields meant for every recipient of the message, which `Connection` may not name (RFC
+/// 9110 §7.6.1: "Cache-Control is never appropriate as a connection option"), and which a
+/// sender naming them must not get the proxy to drop: without its `Host` a request would
+/// reach the origin's default site while a cache filed the answer under the client's `Host`;
+/// without `Content-Encoding` a brotli body would be compressed again and labelled gzip;
+/// without `Vary` or `Cache-Control` one user's response could be served to another. nginx and
+/// HAProxy remove no field that `Connection` names, so such messages pass them whole too.
+const END_TO_END: [HeaderName; 17] = [
+    http::header::HOST,
+    http::header::AUTHORIZATION,
+    http::header::COOKIE,
+    http::header::SET_COOKIE,
+    http::header::CONTENT_LENGTH,
+    http::header::CONTENT_TYPE,
+    http::header::CONTENT_ENCODING,
+    http::header::CONTENT_RANGE,
+    http::header::RANGE,
+    http::header::IF_RANGE,
+    http::header::VARY,
+    http::header::CACHE_CONTROL,
+    http::header::PRAGMA,
+    http::header::ETAG,
+    http::header::LAST_MODIFIED,
+    http::header::EXPIRES,
+    TRAILER,
+];
+
 /// Removes the fields that describe one connection rather than the message (RFC 9110
-/// §7.6.1): `Connection` and every field it names, `Keep-Alive`, `Proxy-Connection`, `TE`,
-/// `Transfer-Encoding` and `Upgrade`. Each side of the proxy frames its own connection.
+/// §7.6.1): `Connection` and every field it names (but those meant for every recipient,
+/// [`END_TO_END`]), `Keep-Alive`, `Proxy-Connection`, `TE`, `Transfer-Encoding` and
+/// `Upgrade`. Each side of the proxy frames its own connection.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = list::elements(headers.get_all(CONNECTION))
         .filter_map(|name| HeaderName::from_bytes(name).ok())
         .collect();
     for name in named {
-        // A sender must not list end-to-end framing fields there, but a malicious one could
-        // try to make the proxy drop them: `Connection: trailer` is ignored.
-        if name != TRAILER {
+        if !END_TO_END.contains(&name) {
             headers.remove(name);
         }
     }
@@ -141,6 +167,25 @@ mod tests {
         strip_hop_by_hop(&mut map);
         let left: Vec<_> = map.keys().map(HeaderName::as_str).collect();
         assert_eq!(left, ["trailer", "cookie"]);
+    }
+
+    #[test]
+    fn fields_meant_for_every_recipient_stay_when_connection_names_them() {
+        let mut map = headers(&[
+            (
+                "connection",
+                "Host, content-encoding, VARY, cache-control, x-hop",
+            ),
+            ("host", "example.test"),
+            ("content-encoding", "br"),
+            ("vary", "Cookie"),
+            ("cache-control", "no-transform"),
+            ("x-hop", "1"),
+        ]);
+        strip_hop_by_hop(&mut map);
+        let mut left: Vec<_> = map.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["cache-control", "content-encoding", "host", "vary"]);
     }
 
     #[test]

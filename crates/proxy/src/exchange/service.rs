@@ -463,6 +463,9 @@ impl Proxy {
             };
         }
         headers::apply(&decision, &mut response.headers, version);
+        if response.status == StatusCode::NOT_MODIFIED {
+            headers::trim_not_modified(&mut response.headers);
+        }
         match decision.bypass() {
             Some(reason) => self.counters.bypassed.add(reason),
             None if matches!(decision, Decision::Compress { .. }) => {

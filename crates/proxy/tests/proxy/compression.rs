@@ -292,3 +292,39 @@ async fn http10_clients_get_the_body_uncompressed_with_its_length() {
     assert!(origin.last_headers()["via"] == "1.0 zipwire");
     assert_eq!(proxy.stats.bypassed.get(zipwire_proxy::Bypass::Http10), 1);
 }
+
+#[tokio::test]
+async fn a_304_says_nothing_of_bytes_that_differ_from_what_the_client_stored() {
+    let origin = crate::raw::RawOrigin::replying(
+        b"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Encoding: gzip\r\n\
+          Content-MD5: abc\r\nAccept-Ranges: bytes\r\n\r\n"
+            .to_vec(),
+    )
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    // The 200 would have been decoded for this client: its cache holds no gzip, and must not
+    // be told it does.
+    let raw = raw_exchange(
+        proxy.addr,
+        b"GET /a HTTP/1.1\r\nHost: x\r\nIf-None-Match: W/\"v1\"\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let (text, _) = split_head(&raw);
+    assert!(text.starts_with("http/1.1 304"), "{text}");
+    assert!(!text.contains("content-encoding"), "{text}");
+    assert!(!text.contains("content-md5"), "{text}");
+    assert!(!text.contains("accept-ranges"), "{text}");
+    assert!(text.contains("etag: w/\"v1\""), "{text}");
+    // Passed as it is to a client that accepts gzip: the cache keeps its stored coding.
+    let raw = raw_exchange(
+        proxy.addr,
+        b"GET /a HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let (text, _) = split_head(&raw);
+    assert!(text.starts_with("http/1.1 304"), "{text}");
+    assert!(!text.contains("content-encoding"), "{text}");
+    assert!(!text.contains("content-md5"), "{text}");
+}

@@ -351,3 +351,60 @@ async fn a_chunked_get_body_reaches_the_origin_whole() {
         assert_eq!(response.body, b"received 3000", "{method}");
     }
 }
+
+#[tokio::test]
+async fn a_body_cut_short_for_an_http10_client_ends_in_a_reset_not_an_end() {
+    // Upstream gzip with a length, cut in the middle: an HTTP/1.0 client that does not take
+    // gzip gets it decoded, with no length, so only the connection's end can tell it that
+    // the body is incomplete.
+    let page = html(200_000);
+    let gzipped = {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&page).expect("gzip");
+        encoder.finish().expect("gzip")
+    };
+    let mut reply = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\
+         Content-Length: {}\r\n\r\n",
+        gzipped.len()
+    )
+    .into_bytes();
+    reply.extend_from_slice(&gzipped[..gzipped.len() / 2]);
+    let origin = RawOrigin::start(move |mut conn| {
+        let reply = reply.clone();
+        async move {
+            if conn.read_head().await.is_some() {
+                let _ = conn.stream.write_all(&reply).await;
+            }
+            // Dropped: the upstream closes halfway through its body.
+        }
+    })
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    client
+        .write_all(b"GET /page HTTP/1.0\r\nHost: x\r\n\r\n")
+        .await
+        .expect("request");
+    let mut got = Vec::new();
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match client.read(&mut buf).await {
+                Ok(0) => return Ok(()),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(error) => return Err(error.kind()),
+            }
+        }
+    })
+    .await
+    .expect("the connection ends");
+    let text = String::from_utf8_lossy(&got[..got.len().min(200)]).into_owned();
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+    assert!(!text.to_lowercase().contains("content-length"), "{text}");
+    assert_eq!(end, Err(std::io::ErrorKind::ConnectionReset));
+}
