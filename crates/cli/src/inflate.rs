@@ -46,6 +46,9 @@ pub struct Decoded {
     pub mtime: u32,
     /// The last member's CRC-32 (0 where the format has none).
     pub crc: u32,
+    /// Flag bits of a compress header that no compress sets (0: none): gzip warns of them
+    /// and decodes the stream all the same.
+    pub unknown_flags: u8,
 }
 
 /// Decodes `input` into `output`, calling `progress` with the running totals after each
@@ -73,29 +76,23 @@ pub fn decompress<R: Read, W: Write + ?Sized>(
         framing: 0,
         mtime: 0,
         crc: 0,
+        unknown_flags: 0,
     };
-    if magic.starts_with(&gzip::MAGIC) {
-        gzip_members(&mut src, &mut out, options, &mut decoded)?;
-    } else if magic.starts_with(&unzip::MAGIC) {
+    if magic.starts_with(&unzip::MAGIC) {
         let entry = unzip::entry(&mut src, &mut out)?;
         decoded.method = entry.method;
         decoded.framing = entry.framing;
         decoded.crc = entry.crc;
         decoded.trailing = entry.trailing;
-    } else if magic.starts_with(&lzw::MAGIC) {
-        decoded.method = Method::Compress;
-        decoded.framing = lzw::decode(&mut src, &mut out)?;
-    } else if magic.starts_with(&unpack::MAGIC) {
-        decoded.method = Method::Pack;
-        decoded.framing = unpack::decode(&mut src, &mut out)?;
-        decoded.trailing = after_member(&mut src, &mut out, options)?.unwrap_or(Trailing::Nothing);
-        if decoded.trailing == Trailing::Nothing && !src.available().is_empty() {
-            gzip_members(&mut src, &mut out, options, &mut decoded)?;
-        }
+    } else if starts_member(magic) {
+        members(&mut src, &mut out, options, &mut decoded)?;
     } else if options.pass_through {
         decoded.method = Method::Copy;
         copy_rest(&mut src, &mut out)?;
-    } else if magic.is_empty() || magic == [gzip::MAGIC[0]] {
+    } else if magic.len() == 1 && magic != [0] {
+        // gzip reads a second magic byte that is not there: "unexpected end of file".
+        return Err(Damage::Truncated.into());
+    } else if magic.is_empty() {
         return Err(Damage::Truncated.into());
     } else {
         return Err(Damage::NotGzip.into());
@@ -107,23 +104,50 @@ pub fn decompress<R: Read, W: Write + ?Sized>(
     Ok(decoded)
 }
 
-/// Decodes gzip members for as long as they follow each other, then classifies the rest.
-fn gzip_members<R: Read, W: Write + ?Sized>(
+/// Whether `magic` starts a member of a format that may follow another member: gzip, pack or
+/// compress (gzip reads these after a first member; a zip only as the whole file).
+fn starts_member(magic: &[u8]) -> bool {
+    [gzip::MAGIC, unpack::MAGIC, lzw::MAGIC]
+        .iter()
+        .any(|known| magic.starts_with(known))
+}
+
+/// Decodes members for as long as they follow each other, then classifies the rest. As in
+/// gzip, a compress stream is the last member: it has no end of its own but the input's.
+fn members<R: Read, W: Write + ?Sized>(
     src: &mut Source<R>,
     out: &mut Output<'_, W>,
     options: Options,
     decoded: &mut Decoded,
 ) -> Result<(), StreamError> {
-    let mut outbuf = vec![0; crate::stream::WRITE];
+    let mut outbuf = Vec::new();
     let mut first = true;
     loop {
-        let member = gzip_member(src, out, &mut outbuf)?;
+        let magic = src.available();
+        let (method, member) = if magic.starts_with(&gzip::MAGIC) {
+            if outbuf.is_empty() {
+                outbuf = vec![0; crate::stream::WRITE];
+            }
+            (Method::Deflate, gzip_member(src, out, &mut outbuf)?)
+        } else if magic.starts_with(&unpack::MAGIC) {
+            let framing = unpack::decode(src, out)?;
+            (Method::Pack, Member::plain(framing))
+        } else {
+            let lzw = lzw::decode(src, out)?;
+            decoded.unknown_flags |= lzw.unknown_flags;
+            (Method::Compress, Member::plain(lzw.framing))
+        };
         if first {
+            decoded.method = method;
             decoded.framing = member.framing;
             decoded.mtime = member.mtime;
             first = false;
         }
         decoded.crc = member.crc;
+        if method == Method::Compress {
+            decoded.trailing = Trailing::Nothing;
+            return Ok(());
+        }
         if let Some(trailing) = after_member(src, out, options)? {
             decoded.trailing = trailing;
             return Ok(());
@@ -131,11 +155,22 @@ fn gzip_members<R: Read, W: Write + ?Sized>(
     }
 }
 
-/// One gzip member's header facts.
+/// One member's header facts.
 struct Member {
     framing: u64,
     mtime: u32,
     crc: u32,
+}
+
+impl Member {
+    /// A member of a format with no time and no CRC-32 (pack, compress).
+    fn plain(framing: u64) -> Member {
+        Member {
+            framing,
+            mtime: 0,
+            crc: 0,
+        }
+    }
 }
 
 /// Decodes one member: header (RFC 1952 §2.3), raw deflate, then the trailer's CRC-32 and
@@ -201,8 +236,14 @@ fn header_problem(header: &[u8]) -> Damage {
     }
 }
 
-/// Looks at what follows a member: `None` when another gzip member starts there, else what
-/// the rest is (copied first with pass-through).
+/// Looks at what follows a member: `None` when another member starts there, else what the
+/// rest is (copied first with pass-through).
+///
+/// # Errors
+///
+/// [`Damage::Truncated`] for one byte other than zero, as gzip reads the second byte of the
+/// next member's magic and finds the end of the file: a file cut just after a member's
+/// first byte is not a success with a warning.
 fn after_member<R: Read, W: Write + ?Sized>(
     src: &mut Source<R>,
     out: &mut Output<'_, W>,
@@ -212,12 +253,15 @@ fn after_member<R: Read, W: Write + ?Sized>(
     if rest == 0 {
         return Ok(Some(Trailing::Nothing));
     }
-    if src.available().starts_with(&gzip::MAGIC) {
+    if starts_member(src.available()) {
         return Ok(None);
     }
     if options.pass_through {
         copy_rest(src, out)?;
         return Ok(Some(Trailing::Copied));
+    }
+    if rest == 1 && src.available() != [0] {
+        return Err(Damage::Truncated.into());
     }
     let mut zeros = true;
     loop {
@@ -282,6 +326,17 @@ mod tests {
         let mut padded = two.clone();
         padded.extend(std::iter::repeat_n(0, 600_000));
         assert_eq!(run(&padded).unwrap(), (want.clone(), Trailing::Zeros));
+
+        // One byte after a member is the start of a member cut short, unless it is zero.
+        for (stray, want_err) in [(0x1f, true), (b'A', true), (0, false)] {
+            let mut cut = two.clone();
+            cut.push(stray);
+            match run(&cut) {
+                Err(StreamError::Damaged(Damage::Truncated)) if want_err => {}
+                Ok((out, Trailing::Zeros)) if !want_err => assert_eq!(out, want),
+                other => panic!("{stray:#x}: {:?}", other.map(|(_, t)| t)),
+            }
+        }
 
         let mut junk = two.clone();
         junk.extend_from_slice(b"\0\0junk");

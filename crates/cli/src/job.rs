@@ -31,6 +31,7 @@ pub fn run(options: &Options, operands: &[PathBuf]) -> Status {
         listing: Listing::new(options.verbose, options.quiet),
         stdout: BufWriter::with_capacity(STDOUT_BUFFER, io::stdout()),
         stopped: false,
+        line: Line::None,
     };
     if options.output.is_some() && operands.len() > 1 {
         job.fail("--output", "takes a single input file");
@@ -62,6 +63,22 @@ struct Job<'a> {
     stdout: BufWriter<io::Stdout>,
     /// Standard output went away (`zcat big.gz | head`): stop quietly.
     stopped: bool,
+    /// The `-v` line of the file being tested or decompressed.
+    line: Line,
+}
+
+/// gzip begins a file's `-v` line with its name before decoding it (`treat_file`), so a
+/// message on the way ends that line first and the result follows on a line of its own;
+/// zipwire prints the line whole at the end unless a message came first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Line {
+    /// No `-v` line.
+    None,
+    /// Not printed yet: the file's name (empty for standard input, whose line gzip leaves
+    /// empty).
+    Pending(String),
+    /// A message ended the begun line: the rest goes on its own.
+    Ended,
 }
 
 /// Where a file's output goes.
@@ -75,7 +92,20 @@ enum Sink {
 }
 
 impl Job<'_> {
+    /// Ends the `-v` line gzip would have begun, before a message.
+    fn end_line(&mut self) {
+        if let Line::Pending(name) = &self.line {
+            if name.is_empty() {
+                eprintln!();
+            } else {
+                eprintln!("{name}:\t");
+            }
+            self.line = Line::Ended;
+        }
+    }
+
     fn fail(&mut self, what: impl AsRef<Path>, problem: impl std::fmt::Display) {
+        self.end_line();
         eprintln!(
             "{}: {}: {problem}",
             self.options.program,
@@ -85,6 +115,7 @@ impl Job<'_> {
     }
 
     fn warn(&mut self, message: impl std::fmt::Display) {
+        self.end_line();
         if !self.options.quiet {
             eprintln!("{}: {message}", self.options.program);
         }
@@ -359,6 +390,16 @@ impl Job<'_> {
         let options = self.options;
         let compressing = options.mode == Mode::Compress;
         let label = path.display().to_string();
+        self.line = match options.mode {
+            Mode::Test | Mode::Decompress if options.verbose && !options.quiet => {
+                Line::Pending(if is_stdin {
+                    String::new()
+                } else {
+                    label.clone()
+                })
+            }
+            _ => Line::None,
+        };
         let progress = Progress::new(
             &label,
             meta.map(Metadata::len),
@@ -391,6 +432,7 @@ impl Job<'_> {
                     framing,
                     mtime: 0,
                     crc: 0,
+                    unknown_flags: 0,
                 })
             } else {
                 inflate::decompress(input, output, decode, update)
@@ -431,11 +473,27 @@ impl Job<'_> {
         progress.finish();
         let done = match result {
             Ok(done) => done,
-            Err(err) => return self.report_failure(path, &sink, &err),
+            Err(err) => {
+                self.report_failure(path, &sink, &err);
+                self.line = Line::None;
+                return;
+            }
         };
+        if done.unknown_flags != 0 {
+            self.warn(format_args!(
+                "{}: warning, unknown flags 0x{:x}",
+                path.display(),
+                done.unknown_flags
+            ));
+        }
         match done.trailing {
             Trailing::Garbage => self.warn(format_args!(
                 "{}: decompression OK, trailing garbage ignored",
+                path.display()
+            )),
+            // gzip says so only when asked to be verbose, and warns then.
+            Trailing::Zeros if self.options.verbose => self.warn(format_args!(
+                "{}: decompression OK, trailing zero bytes ignored",
                 path.display()
             )),
             Trailing::MoreEntries => self.warn(format_args!(
@@ -461,6 +519,7 @@ impl Job<'_> {
             },
         };
         self.report_done(&report);
+        self.line = Line::None;
     }
 
     fn report_failure(&mut self, path: &Path, sink: &Sink, err: &StreamError) {
@@ -522,7 +581,11 @@ impl Job<'_> {
                     &name,
                 );
             }
-            Mode::Test if options.verbose && is_stdin => eprintln!(" OK"),
+            // gzip ends standard input's test early after a warning, with no " OK".
+            Mode::Test if options.verbose && is_stdin && self.line == Line::Ended => {}
+            Mode::Test if options.verbose && (is_stdin || self.line == Line::Ended) => {
+                eprintln!(" OK");
+            }
             Mode::Test if options.verbose => eprintln!("{}:\t OK", path.display()),
             // gzip prints only the ratio for standard input, and nothing when decompressing it.
             Mode::Compress if options.verbose && is_stdin => eprintln!("{saved}"),
@@ -534,7 +597,11 @@ impl Job<'_> {
                     // gzip's wording for -c, odd as it is: scripts parse it.
                     None => ("replaced with", "stdout".to_owned()),
                 };
-                eprintln!("{}:\t{saved} -- {verb} {target}", path.display());
+                if self.line == Line::Ended {
+                    eprintln!("{saved} -- {verb} {target}");
+                } else {
+                    eprintln!("{}:\t{saved} -- {verb} {target}", path.display());
+                }
             }
             _ => {}
         }

@@ -21,7 +21,7 @@ pub(crate) const MAGIC: [u8; 2] = [0x1f, 0x9d];
 /// Header byte 3: the maximum code width in the low bits, block mode in the top one.
 const BITS_MASK: u8 = 0x1f;
 const BLOCK_MODE: u8 = 0x80;
-/// Bits compress never sets (ncompress refuses them; gzip only warns).
+/// Bits compress never sets (ncompress refuses them; gzip warns and decodes).
 const RESERVED: u8 = 0x60;
 const INIT_BITS: u32 = 9;
 const MAX_BITS: u32 = 16;
@@ -30,20 +30,25 @@ const CLEAR: u32 = 256;
 /// Output gathered before each write.
 const FLUSH: usize = 64 * 1024;
 
-/// Decodes a compress stream to the end of the input; returns the header's length.
+/// What a compress stream's header said besides its data.
+pub(crate) struct Decoded {
+    /// The header's length.
+    pub(crate) framing: u64,
+    /// Its flag bits that compress never sets, which gzip warns of and ignores.
+    pub(crate) unknown_flags: u8,
+}
+
+/// Decodes a compress stream to the end of the input.
 pub(crate) fn decode<R: Read, W: Write + ?Sized>(
     src: &mut Source<R>,
     out: &mut Output<'_, W>,
-) -> Result<u64, StreamError> {
+) -> Result<Decoded, StreamError> {
     if src.fill(3)? < 3 {
         return Err(Damage::Truncated.into());
     }
     let flags = src.available()[2];
     src.consume(3);
     let max_bits = u32::from(flags & BITS_MASK);
-    if flags & RESERVED != 0 {
-        return Err(Damage::CorruptLzw.into());
-    }
     if !(INIT_BITS..=MAX_BITS).contains(&max_bits) {
         return Err(Damage::Unsupported(format!(
             "compressed with {max_bits} bits, can only handle {MAX_BITS} bits"
@@ -141,7 +146,10 @@ pub(crate) fn decode<R: Read, W: Write + ?Sized>(
         }
     }
     out.write(&pending, src.consumed())?;
-    Ok(3)
+    Ok(Decoded {
+        framing: 3,
+        unknown_flags: flags & RESERVED,
+    })
 }
 
 /// Codes read least significant bit first, counted so group padding can be skipped.

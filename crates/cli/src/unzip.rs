@@ -43,7 +43,7 @@ pub(crate) fn entry<R: Read, W: Write + ?Sized>(
     };
     let flags = u16_at(6);
     let method = u16_at(8);
-    let (mut crc, mut packed, mut plain) = (u32_at(14), u32_at(18), u32_at(22));
+    let (mut crc, packed, mut plain) = (u32_at(14), u32_at(18), u32_at(22));
     let skip = HEADER + usize::from(u16_at(26)) + usize::from(u16_at(28));
     let method = match method {
         0 => Method::Stored,
@@ -64,14 +64,12 @@ pub(crate) fn entry<R: Read, W: Write + ?Sized>(
     }
     src.consume(skip);
     let mut framing = skip as u64;
-    let start_in = src.consumed();
     let (actual_crc, length) = match method {
         // A stored entry's end is known only from the header's size.
         Method::Stored if descriptor => return Err(Damage::Corrupt.into()),
         Method::Stored => stored(src, out, u64::from(packed))?,
         _ => inflate_raw(src, out, &mut vec![0; WRITE])?,
     };
-    let actual_packed = src.consumed() - start_in;
     if descriptor {
         // The descriptor's signature is optional (APPNOTE §4.3.9.3).
         if src.fill(16)? >= 4 && src.available().starts_with(&DESCRIPTOR) {
@@ -83,15 +81,17 @@ pub(crate) fn entry<R: Read, W: Write + ?Sized>(
         }
         let d = src.available();
         let word = |at: usize| u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
-        (crc, packed, plain) = (word(0), word(4), word(8));
+        (crc, plain) = (word(0), word(8));
         src.consume(12);
         framing += 12;
     }
     if crc != actual_crc {
         return Err(Damage::Crc.into());
     }
-    // Sizes are modulo 2^32 here: zip64's 8-byte sizes are not read, as gzip does not.
-    if plain != length as u32 || packed != actual_packed as u32 {
+    // Sizes are modulo 2^32 here: zip64's 8-byte sizes are not read, as gzip does not. The
+    // compressed size is not held against the data either, as gzip does not: deflate ends
+    // itself, and a stored entry was read by that size.
+    if plain != length as u32 {
         return Err(Damage::Length.into());
     }
     let more = src.fill(4)? >= 4 && src.available().starts_with(&MAGIC);

@@ -311,15 +311,46 @@ fn damage_messages_and_exit_codes_are_gzips() {
         variant("zeros.gz", &|b| b.extend_from_slice(&[0; 1000]));
         fs::write(dir.join("empty.gz"), b"").unwrap();
         fs::write(dir.join("one.gz"), b"\x1f").unwrap();
+        fs::write(dir.join("letter.gz"), b"A").unwrap();
+        fs::write(dir.join("zero.gz"), b"\0").unwrap();
+        // A next member cut after its first byte: the end of the file, not garbage.
+        variant("stray.gz", &|b| b.push(0x1f));
+        variant("strayA.gz", &|b| b.push(b'A'));
+        variant("strayzero.gz", &|b| b.push(0));
         fs::write(dir.join("text.gz"), b"just text\n").unwrap();
     };
     let mut scripts = Vec::new();
     for name in [
-        "crc", "len", "cut", "head", "bad", "meth", "junk", "zeros", "empty", "one", "text",
+        "crc",
+        "len",
+        "cut",
+        "head",
+        "bad",
+        "meth",
+        "junk",
+        "zeros",
+        "empty",
+        "one",
+        "text",
+        "letter",
+        "zero",
+        "stray",
+        "strayA",
+        "strayzero",
     ] {
         scripts.push(format!("gzip -d {name}.gz"));
         scripts.push(format!("gzip -t {name}.gz"));
         scripts.push(format!("gzip -dc < {name}.gz"));
+    }
+    // Trailing zeros are told of, with a warning's status, only under -v.
+    scripts.push("gzip -tv zeros.gz".to_owned());
+    scripts.push("gzip -dcv zeros.gz | cksum".to_owned());
+    scripts.push("gzip -dv strayzero.gz".to_owned());
+    // Under -v gzip begins a file's line before decoding it: a message ends it early.
+    for name in ["junk", "crc", "cut"] {
+        scripts.push(format!("gzip -tv {name}.gz"));
+        scripts.push(format!("gzip -dv {name}.gz"));
+        scripts.push(format!("gzip -tv < {name}.gz"));
     }
     let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
     same_as_gzip(&setup, &scripts, b"", Compare::Exact);
@@ -478,6 +509,23 @@ fn zip_compress_and_pack_files_decode_as_gzip_decodes_them() {
     }
     fs::write(made.path().join("text.z"), pack(&data)).unwrap();
     fs::write(made.path().join("one.z"), pack(b"aaaa")).unwrap();
+    // gzip reads pack and compress members after a first member too (compress's ends the
+    // file); flag bits compress never sets get a warning; a zip's compressed size is not
+    // held against its data.
+    let made_file = |name: &str| fs::read(made.path().join(name)).unwrap();
+    let joined = |name: &str, parts: &[&[u8]]| {
+        fs::write(made.path().join(name), parts.concat()).unwrap();
+    };
+    let gz = gzipped(&data);
+    joined("gzZ.gz", &[&gz, &made_file("b12.Z")]);
+    joined("gzpack.gz", &[&gz, &pack(&data), &gz]);
+    joined("packpack.z", &[&pack(&data), &pack(b"aaaa")]);
+    let mut reserved = made_file("b12.Z");
+    reserved[2] |= 0x20;
+    fs::write(made.path().join("reserved.Z"), reserved).unwrap();
+    let mut sized = made_file("deflated.zip");
+    sized[18..22].copy_from_slice(&7u32.to_le_bytes());
+    fs::write(made.path().join("sized.zip"), sized).unwrap();
     let files: Vec<(PathBuf, Vec<u8>)> = fs::read_dir(made.path())
         .unwrap()
         .map(|e| {
@@ -500,12 +548,19 @@ fn zip_compress_and_pack_files_decode_as_gzip_decodes_them() {
         "b16.Z",
         "text.z",
         "one.z",
+        "gzZ.gz",
+        "gzpack.gz",
+        "packpack.z",
+        "reserved.Z",
+        "sized.zip",
     ] {
         scripts.push(format!("gzip -dc {name} | cksum"));
         scripts.push(format!("gzip -t {name}"));
         scripts.push(format!("gzip -dc < {name} | cksum"));
     }
     scripts.push("gzip -d b12.Z text.z && cksum b12 text".to_owned());
+    scripts.push("gzip -d gzZ.gz gzpack.gz reserved.Z; cksum gzZ gzpack reserved".to_owned());
+    scripts.push("zcat -f gzZ.gz packpack.z | cksum".to_owned());
     scripts.push("gzip -dc two.zip".to_owned());
     scripts.push("gzip -d -S .zip two.zip".to_owned());
     let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();

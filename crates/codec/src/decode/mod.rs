@@ -195,18 +195,19 @@ impl Decoder {
 
     /// Says whether the stream was complete, once the caller has no more input.
     ///
-    /// A gzip stream followed by a single `0x1f` byte that arrived in a call of its own counts
-    /// as complete (the byte is trailing garbage, as `gzip -d` treats it), though that byte was
-    /// reported as consumed.
+    /// A gzip stream whose input ends with a single `0x1f` after a member was cut in the
+    /// next member's magic: truncated, as `gzip -d` finds it ("unexpected end of file"), not
+    /// complete with trailing garbage.
     ///
     /// # Errors
     ///
     /// [`DecodeError::Truncated`] if the input ended inside the stream: in a header, the
-    /// deflate data or the trailer, or before anything (empty input is not a stream of any
-    /// format). An earlier error is returned again.
+    /// deflate data or the trailer, in the magic of a next gzip member, or before anything
+    /// (empty input is not a stream of any format). An earlier error is returned again.
     pub fn finish(&self) -> Result<(), DecodeError> {
         match &self.error {
             Some(error) => Err(error.clone()),
+            None if self.state == State::MaybeMember => Err(DecodeError::Truncated),
             None if self.is_done() => Ok(()),
             None => Err(DecodeError::Truncated),
         }
@@ -331,10 +332,10 @@ pub fn decompress(format: Format, input: &[u8], limits: Limits) -> Result<Vec<u8
     let mut out = Vec::new();
     let consumed = decoder.decode_to_vec(input, &mut out)?;
     decoder.finish()?;
-    let held = usize::from(decoder.state == State::MaybeMember);
-    let end = consumed.saturating_sub(held);
-    if end < input.len() {
-        return Err(DecodeError::Corrupt { offset: end as u64 });
+    if consumed < input.len() {
+        return Err(DecodeError::Corrupt {
+            offset: consumed as u64,
+        });
     }
     Ok(out)
 }
