@@ -12,8 +12,11 @@ const FRESERVED: u8 = 0xe0;
 pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Longest header the parser accepts (name, comment and extra field together); a header that
-/// claims more is treated as corrupt rather than buffered without bound.
-pub const MAX_HEADER_LEN: usize = 64 * 1024;
+/// claims more is treated as corrupt rather than buffered without bound. Room for the largest
+/// extra field RFC 1952 allows (65,535 bytes: dictzip's chunk tables come near it) and some
+/// 60 KiB of name and comment besides; gzip itself reads comments of any length, and names up
+/// to its path limit.
+pub const MAX_HEADER_LEN: usize = 128 * 1024;
 
 /// Operating system byte written into headers: 3 = Unix, as gzip on Linux writes.
 const OS_UNIX: u8 = 3;
@@ -237,6 +240,18 @@ mod tests {
         assert_eq!(parse_header(b"\x1f\x8b\x07"), Err(HeaderError::Invalid));
         assert_eq!(parse_header(b"\x1f\x8b\x08\x80"), Err(HeaderError::Invalid)); // reserved flag
         assert_eq!(parse_header(b"PK"), Err(HeaderError::Invalid));
+    }
+
+    #[test]
+    fn the_largest_extra_field_with_a_name_and_comment_is_read() {
+        let header = Header {
+            extra: Some(vec![7; 65_535]),
+            name: Some(vec![b'n'; 30_000]),
+            comment: Some(vec![b'c'; 30_000]),
+            ..Header::minimal(6)
+        };
+        let bytes = header.to_bytes();
+        assert_eq!(parse_header(&bytes), Ok(Some((header, bytes.len()))));
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! events are [`AdminState::event`] documents.
 //!
 //! Off unless configured; it should listen on a loopback or management address only, as it
-//! answers anyone who connects.
+//! answers anyone who connects. On a loopback address it answers only requests whose `Host`
+//! is a loopback name or an IP address: a web page the operator's browser opens on a name
+//! that its DNS then points at 127.0.0.1 ("DNS rebinding") would otherwise be same-origin
+//! with it, read the counters and purge the cache. At most [`MAX_ADMIN_CONNECTIONS`] are
+//! served at once, so that idle ones cannot take the file descriptors the proxy needs.
 
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -131,11 +135,21 @@ impl AdminState {
     }
 }
 
+/// Admin connections served at once; more wait in the listen queue.
+pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 32;
+
 /// Serves the admin pages on `listener` until the task is dropped.
 pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
     let source = state.clone();
     let dashboard = Dashboard::new(Kind::Proxy, move || source.event());
+    let loopback = listener
+        .local_addr()
+        .is_ok_and(|addr| addr.ip().is_loopback());
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_ADMIN_CONNECTIONS));
     loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
@@ -146,8 +160,16 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
         };
         let (state, dashboard) = (state.clone(), dashboard.clone());
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let response = respond(&state, &dashboard, &request);
+            let _permit = permit;
+            let service = service_fn(move |request: Request<Incoming>| {
+                let response = if loopback && !local_host(&request) {
+                    text(
+                        StatusCode::MISDIRECTED_REQUEST,
+                        "421 Misdirected Request: this listener answers Host localhost or an IP address\n",
+                    )
+                } else {
+                    respond(&state, &dashboard, &request)
+                };
                 async move { Ok::<_, Infallible>(response) }
             });
             // A head not read within the time closes the connection, so a client that
@@ -167,6 +189,37 @@ pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
 /// How long the admin listener waits for a request head (and for the next one on an idle
 /// keep-alive connection); until 2026-11-27 it waited for ever.
 const ADMIN_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether the request's `Host` (none counts as local) is a loopback name or an IP address,
+/// as a client of a loopback listener names it; any other name is one a browser resolved to
+/// this address, possibly at a web page's bidding.
+fn local_host(request: &Request<Incoming>) -> bool {
+    let Some(host) = request.headers().get(header::HOST) else {
+        return true;
+    };
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    let name = match host.rsplit_once(':') {
+        // `[::1]:9901`, `127.0.0.1:9901`, `localhost:9901`.
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    name == "localhost" || name.ends_with(".localhost") || bare.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// A plain-text answer with `status`.
+fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut response = Response::new(Body::full(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
+    response
+}
 
 /// Answers one admin request.
 fn respond(

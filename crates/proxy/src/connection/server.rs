@@ -369,8 +369,10 @@ impl Handshake {
 }
 
 /// Builds a runtime with [`ProxyConfig::threads`] threads (a current-thread runtime for
-/// one), binds and runs the server until `shutdown` completes. For binaries; inside a runtime, use [`Server::bind`]
-/// and [`Server::run`].
+/// one), binds and runs the server until `shutdown` completes, after raising the process's
+/// limit on open files to what [`ClientLimits::max_connections`](crate::ClientLimits) needs
+/// (within the hard limit). For binaries; inside a runtime, use [`Server::bind`] and
+/// [`Server::run`].
 ///
 /// # Errors
 ///
@@ -380,6 +382,7 @@ pub fn run_blocking(
     config: ProxyConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ProxyError> {
+    raise_open_files(config.limits.max_connections);
     let runtime = runtime(&config)?;
     runtime.block_on(async move { Server::bind(config).await?.run(shutdown).await })
 }
@@ -398,11 +401,46 @@ where
     S: FnOnce(&Server) -> F,
     F: Future<Output = ()>,
 {
+    raise_open_files(config.limits.max_connections);
     runtime(&config)?.block_on(async move {
         let server = Server::bind(config).await?;
         let shutdown = shutdown(&server);
         server.run(shutdown).await
     })
+}
+
+/// Raises the soft limit on open files toward two per connection (the client's socket and an
+/// upstream one) and some room (listeners, logs, certificate files), within the hard limit,
+/// as HAProxy sizes its own from `maxconn`: the usual soft limit of 1,024 refused connections
+/// (`EMFILE`, "Too many open files") long before the default `max_connections` of 10,000.
+fn raise_open_files(max_connections: usize) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let wanted = u64::try_from(max_connections)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(2)
+            .saturating_add(256);
+        let limit = getrlimit(Resource::Nofile);
+        if limit.current.is_none_or(|current| current >= wanted) {
+            return;
+        }
+        let target = limit.maximum.map_or(wanted, |maximum| maximum.min(wanted));
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) if target < wanted => warn!(
+                open_files = target,
+                max_connections, "the hard limit on open files is below two per connection"
+            ),
+            Ok(()) => debug!(open_files = target, "open files limit raised"),
+            Err(error) => warn!(%error, "cannot raise the open files limit"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = max_connections;
 }
 
 /// The runtime [`run_blocking`] describes.

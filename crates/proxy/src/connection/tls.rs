@@ -28,6 +28,7 @@ use rustls::server::{
 };
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
+use rustls::SignatureScheme;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -260,21 +261,50 @@ impl Certificates {
         usize::from(self.default.is_some()) + self.by_name.len()
     }
 
-    /// The first certificate valid for `name` (webpki's name rules: subject alternative
-    /// names, one-label wildcards), else the default, else the first certificate (HAProxy
-    /// also falls back to its first `crt`).
-    fn choose(&self, name: Option<&str>) -> Option<Arc<CertifiedKey>> {
+    /// The certificate for `name` (webpki's name rules: subject alternative names, one-label
+    /// wildcards) whose key can sign with one of the client's `schemes`: one naming `name`
+    /// exactly before one that covers it by a wildcard (as nginx prefers an exact
+    /// `server_name`, and HAProxy looks in its exact-name tree first), each in the order
+    /// configured; an ECDSA and an RSA certificate for one name thus serve clients of
+    /// either. Without a certificate for the name, the default, else the first certificate
+    /// (HAProxy also falls back to its first `crt`).
+    fn choose(&self, name: Option<&str>, schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
         let wanted = name.and_then(|name| ServerName::try_from(name).ok());
         if let Some(wanted) = wanted {
-            let found = self.by_name.iter().find(|key| is_valid_for(key, &wanted));
+            let valid: Vec<&Arc<CertifiedKey>> = self
+                .by_name
+                .iter()
+                .filter(|key| is_valid_for(key, &wanted))
+                .collect();
+            let probe = wildcard_probe(&wanted);
+            let exact = |key: &&&Arc<CertifiedKey>| {
+                probe.as_ref().is_none_or(|probe| !is_valid_for(key, probe))
+            };
+            let signs = |key: &&&Arc<CertifiedKey>| key.key.choose_scheme(schemes).is_some();
+            let found = (valid.iter().filter(exact).find(signs))
+                .or_else(|| valid.iter().find(signs))
+                .or_else(|| valid.iter().find(exact))
+                .or_else(|| valid.first());
             if let Some(key) = found {
-                return Some(key.clone());
+                return Some(Arc::clone(key));
             }
         }
         self.default
             .clone()
             .or_else(|| self.by_name.first().cloned())
     }
+}
+
+/// A name that a wildcard covering `name` covers too, and that no certificate names: a
+/// certificate valid for both covers `name` by a wildcard, one valid for `name` alone names
+/// it. (webpki tells whether a certificate is valid for a name, not how.) `None` for IP
+/// addresses and single-label names, which no wildcard covers.
+fn wildcard_probe(name: &ServerName<'_>) -> Option<ServerName<'static>> {
+    let ServerName::DnsName(dns) = name else {
+        return None;
+    };
+    let (_, parent) = dns.as_ref().split_once('.')?;
+    ServerName::try_from(format!("zipwire-wildcard-probe.{parent}")).ok()
 }
 
 /// Whether `key`'s certificate names `name`.
@@ -296,7 +326,7 @@ impl ResolvesServerCert for Resolver {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        certificates.choose(hello.server_name())
+        certificates.choose(hello.server_name(), hello.signature_schemes())
     }
 }
 

@@ -276,3 +276,64 @@ async fn a_small_gather_budget_serves_every_response_in_turns() {
         );
     }
 }
+
+/// A loopback admin listener answers only a local `Host`: a page whose name was rebound to
+/// 127.0.0.1 gets neither the counters nor a purge. And idle connections past the cap wait
+/// rather than take the proxy's file descriptors.
+#[tokio::test]
+async fn the_loopback_admin_listener_answers_local_hosts_and_caps_its_connections() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
+    let admin = proxy.admin.expect("admin configured");
+    let port = admin.port();
+    let ask = |method: &str, host: String| {
+        format!("{method} /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+    };
+    let status = |raw: Vec<u8>| split_head(&raw).0.lines().next().unwrap_or("").to_owned();
+    for (host, expected) in [
+        (format!("attacker.example:{port}"), "421"),
+        ("attacker.example".to_owned(), "421"),
+        (format!("localhost:{port}"), "200"),
+        (format!("127.0.0.1:{port}"), "200"),
+        (format!("[::1]:{port}"), "200"),
+    ] {
+        let raw = raw_exchange(
+            admin,
+            ask("GET", host.clone()).as_bytes(),
+            Duration::from_secs(3),
+        )
+        .await;
+        let line = status(raw);
+        assert!(line.contains(expected), "{host}: {line}");
+    }
+    let purge =
+        format!("DELETE /cache HTTP/1.1\r\nHost: evil.test:{port}\r\nConnection: close\r\n\r\n");
+    let line = status(raw_exchange(admin, purge.as_bytes(), Duration::from_secs(3)).await);
+    assert!(line.contains("421"), "{line}");
+
+    let mut idle = Vec::new();
+    for _ in 0..32 {
+        idle.push(
+            tokio::net::TcpStream::connect(admin)
+                .await
+                .expect("connect"),
+        );
+    }
+    let request = ask("GET", format!("127.0.0.1:{port}"));
+    let mut waiting = tokio::net::TcpStream::connect(admin)
+        .await
+        .expect("connect");
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        waiting.write_all(request.as_bytes()).await.expect("write");
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_millis(800), waiting.read(&mut buf)).await;
+        assert!(read.is_err(), "served past the cap");
+    }
+    drop(idle.pop());
+    let line = status(raw_exchange(admin, request.as_bytes(), Duration::from_secs(3)).await);
+    assert!(line.contains("200"), "{line}");
+}

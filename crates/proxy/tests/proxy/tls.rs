@@ -1,6 +1,7 @@
 //! TLS termination: versions and suites, ALPN, SNI, resumption, both kinds of listener at
 //! once, HSTS, certificate reloads and the key-permission warning.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::{HandshakeKind, ProtocolVersion};
@@ -136,6 +137,40 @@ async fn sni_picks_the_certificate_that_names_the_host() {
         .await
         .expect("handshake");
     assert!(shown(&stream) == a.der, "a.test");
+}
+
+#[tokio::test]
+async fn an_exact_name_wins_over_a_wildcard_and_a_key_the_client_can_use_is_chosen() {
+    let origin = Origin::start().await;
+    let dir = temp_dir("sni-order");
+    let default = site(&dir, "default", &["default.test"]);
+    let wild = site(&dir, "wild", &["*.b.test"]);
+    let exact = site(&dir, "exact", &["x.b.test"]);
+    // The same name twice, Ed25519 first: a client that takes only ECDSA gets the second.
+    let edwards = ed25519_site(&dir, "edwards", &["a.test"]);
+    let ecdsa = site(&dir, "ecdsa", &["a.test"]);
+    let certificates = vec![
+        wild.files.clone(),
+        exact.files.clone(),
+        edwards.files.clone(),
+        ecdsa.files.clone(),
+    ];
+    let proxy = TlsProxy::start(origin.upstream(), &default, |config| {
+        config.tls.certificates = certificates;
+    })
+    .await;
+    let rows: &[(&str, Arc<rustls::ClientConfig>, &[u8])] = &[
+        ("x.b.test", http11_client(), &exact.der),
+        ("y.b.test", http11_client(), &wild.der),
+        ("a.test", http11_client(), &edwards.der),
+        ("a.test", ecdsa_only_client(), &ecdsa.der),
+    ];
+    for (sni, client, expected) in rows {
+        let stream = connect(proxy.addr(), client.clone(), sni)
+            .await
+            .expect("handshake");
+        assert!(shown(&stream) == *expected, "{sni}: another certificate");
+    }
 }
 
 #[tokio::test]

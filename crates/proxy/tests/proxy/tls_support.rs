@@ -62,6 +62,52 @@ pub fn write_site(files: &CertificateFiles, names: &[&str]) -> Vec<u8> {
     generated.cert.der().to_vec()
 }
 
+/// An Ed25519 certificate for `names`, written as `dir/stem.pem` and `dir/stem.key` (the
+/// other sites' keys are ECDSA P-256).
+pub fn ed25519_site(dir: &Path, stem: &str, names: &[&str]) -> Site {
+    let files = CertificateFiles {
+        cert: dir.join(format!("{stem}.pem")),
+        key: dir.join(format!("{stem}.key")),
+    };
+    let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).expect("an Ed25519 key");
+    let cert = rcgen::CertificateParams::new(names)
+        .expect("valid names")
+        .self_signed(&key)
+        .expect("a certificate");
+    std::fs::write(&files.cert, cert.pem()).expect("write the certificate");
+    write_private(&files.key, key.serialize_pem().as_bytes(), 0o600);
+    Site {
+        files,
+        der: cert.der().to_vec(),
+    }
+}
+
+/// A client like [`http11_client`] whose hello offers only ECDSA P-256 signatures.
+pub fn ecdsa_only_client() -> Arc<ClientConfig> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    let algorithms = provider.signature_verification_algorithms;
+    let mapping: Vec<_> = algorithms
+        .mapping
+        .iter()
+        .filter(|(scheme, _)| *scheme == rustls::SignatureScheme::ECDSA_NISTP256_SHA256)
+        .copied()
+        .collect();
+    provider.signature_verification_algorithms = rustls::crypto::WebPkiSupportedAlgorithms {
+        all: algorithms.all,
+        mapping: Vec::leak(mapping),
+    };
+    let provider = Arc::new(provider);
+    let mut config = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        .expect("the ring provider has these versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
 /// Writes a file with `mode` (exactly: the umask does not apply).
 pub fn write_private(path: &Path, bytes: &[u8], mode: u32) {
     use std::os::unix::fs::PermissionsExt;

@@ -61,9 +61,12 @@ fn signals(reloader: Option<TlsReloader>) -> impl std::future::Future<Output = (
                 while hangup.recv().await.is_some() {
                     match &reloader {
                         // A failure is logged as a warning by the reloader, which keeps the
-                        // certificates in use.
+                        // certificates in use. The files are read on a blocking thread: this
+                        // future is polled by the accept loop, which a slow read (a FIFO, a
+                        // hung network mount) would stop.
                         Some(reloader) => {
-                            let _ = reloader.reload();
+                            let reloader = reloader.clone();
+                            let _ = tokio::task::spawn_blocking(move || reloader.reload()).await;
                         }
                         None => tracing::info!("SIGHUP: no TLS certificates to reload"),
                     }
