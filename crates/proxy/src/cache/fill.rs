@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
 use tokio::sync::watch;
+use tracing::debug;
 
 use crate::cache::store::{Entry, StoredBody};
 use crate::cache::{Cache, CacheCounters};
@@ -44,6 +45,8 @@ pub(crate) struct Fill {
     coding: Option<Coding>,
     /// Held until the fill ends, however it ends: the waiting requests look again then.
     lock: Option<FillLock>,
+    /// The key's invalidations at lookup ([`Filling::epoch`]).
+    epoch: u64,
 }
 
 impl std::fmt::Debug for Fill {
@@ -57,17 +60,20 @@ impl std::fmt::Debug for Fill {
 }
 
 impl Fill {
-    /// A fill of `entry` (its body left empty) for `key`, holding `lock` while it runs.
+    /// A fill of `entry` (its body left empty) for `key`, holding `lock` while it runs,
+    /// looked up at invalidation `epoch` ([`Filling::epoch`]).
     pub(crate) fn new(
         cache: Arc<Cache>,
         key: String,
         entry: Entry,
         lock: Option<FillLock>,
+        epoch: u64,
     ) -> Fill {
         Fill {
             cache,
             key,
             entry,
+            epoch,
             body: BytesMut::new(),
             done: false,
             coding: None,
@@ -125,6 +131,13 @@ impl Fill {
         }
         self.done = true;
         self.release();
+        if self.cache.filling.epoch(&self.key) != self.epoch {
+            // Invalidated while the response came: it may predate the change.
+            debug!(key = self.key, "invalidated during its fill: not stored");
+            self.body = BytesMut::new();
+            self.lock = None;
+            return;
+        }
         let bytes = std::mem::take(&mut self.body).freeze();
         let body = StoredBody {
             length: bytes.len() as u64,
@@ -162,6 +175,37 @@ pub(crate) struct Filling {
     next_id: AtomicU64,
     /// Bytes the fills in flight hold, together.
     pub(crate) in_flight: AtomicU64,
+    /// Invalidations, counted by key hash (a few keys share each count) and for every key
+    /// at once: a fill that saw either change while its response came stores nothing.
+    epochs: Epochs,
+}
+
+/// Invalidation counts: [`EPOCH_STRIPES`] of them by key hash, and one for purges of all.
+#[derive(Debug)]
+struct Epochs {
+    by_key: [AtomicU64; EPOCH_STRIPES],
+    all: AtomicU64,
+}
+
+/// Stripes of [`Epochs`]: an invalidation voids the fills of 1 key in this many others too,
+/// which then go unstored once.
+const EPOCH_STRIPES: usize = 256;
+
+impl Default for Epochs {
+    fn default() -> Epochs {
+        Epochs {
+            by_key: std::array::from_fn(|_| AtomicU64::new(0)),
+            all: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Epochs {
+    fn stripe(&self, key: &str) -> &AtomicU64 {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+        &self.by_key[(hash % EPOCH_STRIPES as u64) as usize]
+    }
 }
 
 /// The request filling a key: dropping its sender wakes the waiters, which then read whether
@@ -194,6 +238,26 @@ pub(crate) struct FillLock {
 }
 
 impl Filling {
+    /// Where invalidations of `key` stand: a fill keeps the value from its lookup, and stores
+    /// only if it is the same when its body ends (RFC 9111 §4.4: a POST that succeeds while a
+    /// GET's body is still coming must not see that body stored after it).
+    pub(crate) fn epoch(&self, key: &str) -> u64 {
+        let epochs = &self.epochs;
+        epochs
+            .all
+            .load(Ordering::Acquire)
+            .wrapping_add(epochs.stripe(key).load(Ordering::Acquire))
+    }
+
+    /// Voids the fills of `key` in flight, or of every key.
+    pub(crate) fn void(&self, key: Option<&str>) {
+        let count = match key {
+            Some(key) => self.epochs.stripe(key),
+            None => &self.epochs.all,
+        };
+        count.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Leads the fill of `key`, or joins the requests waiting for its leader.
     pub(crate) fn turn(self: &Arc<Self>, key: &str) -> Turn {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());

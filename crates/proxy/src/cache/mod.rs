@@ -194,6 +194,8 @@ impl Cache {
 
     /// Drops the responses of one key (`host target`), or every one: the admin purge.
     pub(crate) fn purge(&self, key: Option<&str>) -> bool {
+        // Responses on their way in would otherwise be stored after the purge.
+        self.filling.void(key);
         let dropped = match key {
             Some(key) => self.store.remove(key),
             None => {

@@ -74,9 +74,10 @@ impl Directives {
         out
     }
 
-    /// Reads `Surrogate-Control`: the directives for every surrogate and those that name
-    /// this one (`max-age=60;zipwire`), without those naming another. `None` when none
-    /// applies, so that `Cache-Control` does.
+    /// Reads `Surrogate-Control`: the caching directives for every surrogate and those that
+    /// name this one (`max-age=60;zipwire`), without those naming another. `None` when none
+    /// applies, so that `Cache-Control` does: `content="ESI/1.0"` alone says nothing of
+    /// caching.
     pub(crate) fn parse_surrogate(headers: &HeaderMap) -> Option<Directives> {
         let mut out = Directives::default();
         let mut any = false;
@@ -98,14 +99,14 @@ impl Directives {
                 }
                 // `max-age=FRESH+STALE`: the stale part is not used.
                 let argument = argument.map(|a| a.split(|&b| b == b'+').next().unwrap_or(a));
-                out.apply(directive, argument);
-                any = true;
+                any |= out.apply(directive, argument);
             }
         }
         any.then_some(out)
     }
 
-    fn apply(&mut self, directive: &[u8], argument: Option<&[u8]>) {
+    /// Takes one directive; whether it is one this cache reads.
+    fn apply(&mut self, directive: &[u8], argument: Option<&[u8]>) -> bool {
         let seconds = || argument.map_or(Some(0), delta_seconds);
         match directive.to_ascii_lowercase().as_slice() {
             b"no-store" => self.no_store = true,
@@ -119,8 +120,9 @@ impl Directives {
             b"s-maxage" => self.s_maxage = merge(self.s_maxage, seconds()),
             b"min-fresh" => self.min_fresh = seconds(),
             b"must-revalidate" => self.must_revalidate = true,
-            _ => {}
+            _ => return false,
         }
+        true
     }
 }
 
@@ -252,6 +254,8 @@ pub(crate) enum NotStored {
     Authorization,
     SetCookie,
     VaryStar,
+    /// `Vary` names a field the proxy writes into the upstream request ([`PROXY_WRITTEN`]).
+    VaryOnProxyField,
     /// Neither fresh for a while nor revalidatable: nothing to gain.
     NoFreshnessNorValidator,
     /// Over `cache.max_object`.
@@ -259,6 +263,10 @@ pub(crate) enum NotStored {
     /// Delimited by the closing of the connection, where a cut looks like an end.
     Unframed,
 }
+
+/// Request fields the proxy writes or extends on the way upstream, from the client's address
+/// or its own name: a response that varies on one is for that client alone.
+pub(crate) const PROXY_WRITTEN: [&str; 4] = ["x-forwarded-for", "forwarded", "via", "x-real-ip"];
 
 /// What a response's framing says of its body's length (RFC 9112 §6.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,11 +308,27 @@ pub(crate) fn storable(
         return Err(NotStored::Status);
     }
     let (directives, expires_applies) = response_directives(response);
+    // `Surrogate-Control` tells a surrogate how long to keep a response (a `no-store` for
+    // browsers with `max-age` for the surrogate is its use), not whose it is: `private` in
+    // `Cache-Control` still keeps it out, as Fastly's default VCL passes any response that
+    // says `private`. Only `CDN-Cache-Control` replaces `Cache-Control` whole (RFC 9213 §2.1).
+    let private = !response.contains_key(CDN_CACHE_CONTROL)
+        && Directives::parse(response, &CACHE_CONTROL).private;
     if directives.no_store || Directives::parse(request, &CACHE_CONTROL).no_store {
         return Err(NotStored::NoStore);
     }
-    if directives.private {
+    if directives.private || private {
         return Err(NotStored::Private);
+    }
+    // §4.1: the selecting fields are those of the request that was answered. A field the
+    // proxy writes or rewrites on the way (the client's address) differs between what the
+    // client sent, which the next lookups compare, and what the origin saw.
+    if list::elements(response.get_all(VARY)).any(|member| {
+        PROXY_WRITTEN
+            .iter()
+            .any(|name| member.eq_ignore_ascii_case(name.as_bytes()))
+    }) {
+        return Err(NotStored::VaryOnProxyField);
     }
     // §3.5: a response to a request with credentials only when it says a shared cache may.
     if request.contains_key(AUTHORIZATION)

@@ -46,7 +46,12 @@ pub(crate) fn add_conditionals(entry: &Entry, upstream: &mut HeaderMap) {
 /// matched, and the origin's bare 304 went to a client that had asked for the whole response.
 pub(crate) fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: bool) -> bool {
     match (not_modified.get(ETAG), entry.headers.get(ETAG)) {
-        (Some(theirs), Some(ours)) if theirs.as_bytes().starts_with(b"W/") => {
+        // Weak either way: an origin that weakens the tag of a body it compresses (nginx
+        // with `gzip on`) answers the stored `W/"v1"` with the strong `"v1"`, its 304 being
+        // no body it compressed.
+        (Some(theirs), Some(ours))
+            if theirs.as_bytes().starts_with(b"W/") || ours.as_bytes().starts_with(b"W/") =>
+        {
             weak(theirs.as_bytes()) == weak(ours.as_bytes())
         }
         (Some(theirs), Some(ours)) => theirs == ours,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG, IF_MATCH,
-    IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION, RANGE, SET_COOKIE,
-    TRANSFER_ENCODING, UPGRADE,
+    HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG,
+    IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED,
+    LOCATION, RANGE, SET_COOKIE, TRANSFER_ENCODING, UPGRADE,
 };
 use http::request::Parts;
 use http::{Method, Response, StatusCode, Version};
@@ -26,11 +26,15 @@ use crate::cache::{variant, Cache, CacheCounters, CacheMode};
 use crate::config::Rules;
 use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
+use crate::decide::list;
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::encode::codings::Codings;
 use crate::error::ProxyError;
 use crate::exchange::forward;
 use crate::exchange::upstream::UpstreamBody;
+
+/// `Connection` options that name no request field the proxy would drop.
+const CONNECTION_OPTIONS: [&str; 4] = ["close", "keep-alive", "upgrade", "te"];
 
 /// What the cache makes of a request.
 #[derive(Debug)]
@@ -53,10 +57,14 @@ pub(crate) struct Use {
     rules: RequestRules,
     /// The request carried `If-None-Match` of its own.
     client_tags: bool,
+    /// The request carried `If-None-Match` or `If-Modified-Since` of its own.
+    client_conditional: bool,
     /// The stored validators went upstream.
     conditional: bool,
     /// This request fills the key for others waiting on it.
     lock: Option<FillLock>,
+    /// The key's invalidations when it was looked up.
+    epoch: u64,
 }
 
 /// What to do once the origin answered.
@@ -106,7 +114,17 @@ impl Cache {
         {
             return Lookup::Bypass;
         }
+        // A client that names fields in `Connection` has them left out of what goes upstream:
+        // a response that varies on one would be filed under a value the origin never saw.
+        if list::elements(headers.get_all(CONNECTION)).any(|option| {
+            !CONNECTION_OPTIONS
+                .iter()
+                .any(|known| option.eq_ignore_ascii_case(known.as_bytes()))
+        }) {
+            return Lookup::Bypass;
+        }
         let key = key::primary(request);
+        let epoch = self.filling.epoch(&key);
         let authorized = headers.contains_key(AUTHORIZATION);
         let entry = self
             .store
@@ -117,8 +135,11 @@ impl Cache {
             entry,
             rules,
             client_tags: headers.contains_key(IF_NONE_MATCH),
+            client_conditional: headers.contains_key(IF_NONE_MATCH)
+                || headers.contains_key(IF_MODIFIED_SINCE),
             conditional: false,
             lock: None,
+            epoch,
         })
     }
 
@@ -205,7 +226,12 @@ impl Cache {
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED && using.conditional {
             if let Some(entry) = &using.entry {
-                if revalidate::freshens(entry, response.headers(), using.client_tags) {
+                // A 304 to the validators only the cache sent says the stored response is
+                // still the origin's, whatever new validator it carries; and it must never
+                // reach a client that asked for the whole response (RFC 9110 §15.4.5).
+                let ours_alone = !using.client_conditional;
+                if ours_alone || revalidate::freshens(entry, response.headers(), using.client_tags)
+                {
                     let mut not_modified = response.headers().clone();
                     forward::strip_hop_by_hop(&mut not_modified);
                     let now = self.settings.clock.now();
@@ -282,7 +308,7 @@ impl Cache {
             headers,
             hits: Arc::default(),
         };
-        let mut fill = Fill::new(self.clone(), using.key, entry, using.lock);
+        let mut fill = Fill::new(self.clone(), using.key, entry, using.lock, using.epoch);
         if response.body().is_end_stream() {
             // Nothing to stream (a 204, an empty body): stored now.
             fill.end();
@@ -297,12 +323,14 @@ impl Cache {
         if !(status.is_success() || status.is_redirection()) {
             return;
         }
+        self.filling.void(Some(key));
         let mut dropped = self.store.remove(key);
         for name in [LOCATION, CONTENT_LOCATION] {
             if let Some(other) = headers
                 .get(&name)
                 .and_then(|value| key::for_location(key, value.as_bytes()))
             {
+                self.filling.void(Some(&other));
                 dropped |= self.store.remove(&other);
             }
         }

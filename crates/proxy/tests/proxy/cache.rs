@@ -133,7 +133,7 @@ fn answer(script: &Script, request: &Request<Incoming>) -> Response<Full<Bytes>>
                 line.to_str()
                     .unwrap_or("")
                     .split(", ")
-                    .any(|tag| tag == etag)
+                    .any(|tag| tag.trim_start_matches("W/") == etag.trim_start_matches("W/"))
             })
     });
     let mut response = Response::new(Full::new(Bytes::new()));
@@ -356,6 +356,18 @@ async fn what_a_shared_cache_must_not_store_goes_to_the_origin_every_time() {
             ("cache-control", "no-store"),
             ("cdn-cache-control", "no-store"),
         ],
+        // Surrogate-Control sets a surrogate's time, not whose the response is; and one with
+        // no caching directive leaves Cache-Control in charge.
+        &[
+            ("cache-control", "private"),
+            ("surrogate-control", "max-age=60"),
+        ],
+        &[
+            ("cache-control", "private, no-store"),
+            ("surrogate-control", "content=\"ESI/1.0\""),
+        ],
+        // A field the proxy writes upstream: the stored response would be one client's.
+        &[("cache-control", "max-age=60"), ("vary", "X-Forwarded-For")],
     ];
     for headers in refused {
         let origin = Scripted::start(headers, Some("\"v1\"")).await;
@@ -437,6 +449,47 @@ async fn vary_selects_by_the_named_request_fields() {
 }
 
 #[tokio::test]
+async fn a_field_the_client_names_in_connection_selects_nothing() {
+    let origin = Scripted::start(
+        &[("cache-control", "max-age=60"), ("vary", "Accept-Language")],
+        Some("\"v1\""),
+    )
+    .await;
+    origin.edit(|s| s.by_language = true);
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    // `Connection` names Accept-Language, which the proxy then leaves out upstream: the
+    // origin answers for no language, which must not be filed under `en`.
+    let request = format!(
+        "GET /page HTTP/1.1\r\nHost: {}\r\nAccept-Language: en\r\n\
+         Connection: close, Accept-Language\r\n\r\n",
+        proxy.addr
+    );
+    let raw =
+        crate::support::raw_exchange(proxy.addr, request.as_bytes(), Duration::from_secs(3)).await;
+    assert!(raw.ends_with(b"none"), "the origin saw no language");
+    let (_, en) = get(&client(), &proxy, &[("accept-language", "en")]).await;
+    assert!(en.ends_with(b"en"), "another client's variant");
+}
+
+#[tokio::test]
+async fn an_origin_s_strong_304_to_a_stored_weak_tag_serves_the_stored_body() {
+    // nginx with `gzip on` weakens the tag of what it compresses, and sends the strong tag
+    // on its 304s: the stored response is still the one, and no client that asked for the
+    // whole response gets a 304.
+    let origin = Scripted::start(&[("cache-control", "max-age=0")], Some("W/\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Revalidate, origin.time.clone()).await;
+    let client = client();
+    let expected = origin.script.lock().expect("not poisoned").body.clone();
+    get(&client, &proxy, &[]).await;
+    origin.edit(|s| s.etag = Some("\"v1\"".to_owned()));
+    let (parts, body) = get(&client, &proxy, &[]).await;
+    assert_eq!(origin.last_request().1["if-none-match"], "W/\"v1\"");
+    assert_eq!(parts.status, 200);
+    assert_eq!(body, expected);
+    assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+}
+
+#[tokio::test]
 async fn unsafe_methods_and_purges_invalidate() {
     let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
     let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
@@ -468,7 +521,7 @@ async fn unsafe_methods_and_purges_invalidate() {
                 .await
                 .expect("connect");
             let request =
-                format!("DELETE {target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+                format!("DELETE {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
             stream.write_all(request.as_bytes()).await.expect("write");
             let mut out = Vec::new();
             stream.read_to_end(&mut out).await.expect("read");

@@ -409,3 +409,35 @@ async fn fills_in_flight_hold_at_most_a_quarter_of_max_memory() {
         assert_eq!(stores(&proxy), stored, "max_memory {max_memory}");
     }
 }
+
+#[tokio::test]
+async fn a_fill_an_unsafe_request_invalidated_on_the_way_is_not_stored() {
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |_| {}).await;
+    let client = client();
+    // A GET's body is on its way when a POST to the same target succeeds (RFC 9111 §4.4):
+    // what the GET brings may predate the change and must not be stored after it.
+    let get = first_half(&client, &proxy).await;
+    let post = {
+        let (client, url) = (client.clone(), proxy.url("/page"));
+        tokio::spawn(async move { fetch(&client, "POST", &url, &[]).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the POST never reached the origin"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Its head (the invalidation) comes before the second chunk, which the gate holds.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    origin.gate.add_permits(2);
+    assert_eq!(get.finish().await, html(BODY_LEN));
+    assert_eq!(post.await.expect("the POST").0.status, 200);
+    assert_eq!(stores(&proxy), 0, "stored after the invalidation");
+    origin.gate.add_permits(1);
+    let (_, again) = fetch(&client, "GET", &proxy.url("/page"), &[]).await;
+    assert_eq!(again, html(BODY_LEN));
+    assert_eq!(origin.hits(), 3, "served from a stale fill");
+}
