@@ -154,6 +154,11 @@ impl Lifecycle<String, Slot> for CountEvictions {
 pub(crate) struct Store {
     cache: Cache<String, Slot, Weigh, DefaultHashBuilder, CountEvictions>,
     evictions: Arc<AtomicU64>,
+    /// Held by every change: [`Store::put`] and [`Store::swap`] read a key's slot and write
+    /// it back, and a removal or another change between the two was undone (a purged or
+    /// invalidated response came back; a new fill was replaced by the entry it replaced).
+    /// Reads take no lock; changes are few (a fill's end, a variant, an invalidation).
+    writing: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Store {
@@ -193,7 +198,11 @@ impl Store {
                 lifecycle,
             ),
         };
-        Store { cache, evictions }
+        Store {
+            cache,
+            evictions,
+            writing: std::sync::Mutex::new(()),
+        }
     }
 
     /// The stored response for `key` whose `Vary` selection `request` matches.
@@ -206,6 +215,7 @@ impl Store {
 
     /// Stores `entry`, replacing the one with the same selection.
     pub(crate) fn put(&self, key: String, entry: Arc<Entry>) {
+        let _writing = self.write();
         let mut entries: Vec<Arc<Entry>> = match self.cache.peek(&key) {
             Some(slot) => slot
                 .iter()
@@ -222,6 +232,7 @@ impl Store {
     /// Replaces `old` by `new` only if `old` is still the one stored (a recompression or a
     /// new variant must not undo a revalidation that came meanwhile).
     pub(crate) fn swap(&self, key: &str, old: &Arc<Entry>, new: Arc<Entry>) -> bool {
+        let _writing = self.write();
         let Some(slot) = self.cache.peek(key) else {
             return false;
         };
@@ -236,12 +247,20 @@ impl Store {
 
     /// Drops every response of `key`; whether there was any.
     pub(crate) fn remove(&self, key: &str) -> bool {
+        let _writing = self.write();
         self.cache.remove(key).is_some()
     }
 
     /// Drops everything.
     pub(crate) fn clear(&self) {
+        let _writing = self.write();
         self.cache.clear();
+    }
+
+    fn write(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Bytes held, as the weigher counts them.

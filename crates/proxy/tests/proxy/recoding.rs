@@ -232,6 +232,19 @@ async fn a_gzip_body_that_does_not_decode_before_the_head_gets_502() {
 }
 
 #[tokio::test]
+async fn an_empty_body_labelled_gzip_is_empty_decoded_not_a_502() {
+    let origin = RawOrigin::start(gzip_response(b"")).await;
+    let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+    let raw = raw_exchange(proxy.addr, identity_request("/").as_bytes(), LIMIT).await;
+    let (head, body) = split_head(&raw);
+    assert!(head.starts_with("http/1.1 200 "), "{head}");
+    assert!(!head.contains("content-encoding"), "{head}");
+    // Nothing in it: an empty chunked body, or none at all.
+    assert!(body.is_empty() || body == b"0\r\n\r\n", "{body:?}");
+    assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 0);
+}
+
+#[tokio::test]
 async fn hitting_the_gunzip_cap_before_the_head_gets_502_logged_as_the_cap() {
     let captured = crate::logging::captured();
     let gz = zipwire_codec::compress(Format::Gzip, Level::DEFAULT, &html(200_000));
