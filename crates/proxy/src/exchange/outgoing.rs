@@ -129,13 +129,15 @@ impl ResponseBody {
     /// client, fewer per response, and a small response whole in one segment. nginx does the
     /// same (its `postpone_output` keeps a head until body bytes follow it).
     ///
-    /// The head waits as long as the body's first bytes would, and never past `cap`: a
-    /// compressed body gathered call by call (known length, non-zero delay) until its first
-    /// call is done, whatever the pauses; another compressed or decompressed body at most
-    /// `delay` (the flush delay); with a zero delay (event streams) not at all. A passed body
-    /// is only looked at: its first frame joins the head if it came with the upstream's head.
-    pub(crate) async fn hold_first_frame(&mut self, delay: Duration, cap: Duration) {
+    /// The head waits as long as the body's first bytes would, and never past
+    /// `read_timeout` plus [`HEAD_GRACE`]: a compressed body gathered call by call (known
+    /// length, non-zero delay) until its first call is done, whatever the pauses; another
+    /// compressed or decompressed body at most `delay` (the flush delay); with a zero delay
+    /// (event streams) not at all. A passed body is only looked at: its first frame joins the
+    /// head if it came with the upstream's head.
+    pub(crate) async fn hold_first_frame(&mut self, delay: Duration, read_timeout: Duration) {
         let whole_call = self.gathers_whole_calls();
+        let cap = read_timeout.saturating_add(HEAD_GRACE);
         let stream = &mut self.stream;
         let first = match stream {
             Stream::Compress(_) | Stream::Decompress(_) if !delay.is_zero() => {
@@ -201,6 +203,14 @@ impl ResponseBody {
         }
     }
 }
+
+/// How much longer than the upstream read timeout a head may wait for its body's first
+/// call. An upstream silent since its last bytes is cut by the read timeout, counted from
+/// those bytes, and its client gets a 504; had the head's wait been the read timeout itself,
+/// counted from before those bytes arrived, it would end first by a hair and send a 200 whose
+/// body is then cut. The cap is only there for an upstream that trickles too slowly to fill
+/// the call but never falls silent for the read timeout.
+const HEAD_GRACE: Duration = Duration::from_secs(1);
 
 /// A [`MoreToCome`] flag lowered when the body holding it is dropped, so a body cut short
 /// leaves nothing corked for the connection's next response.

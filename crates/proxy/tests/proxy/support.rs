@@ -383,6 +383,9 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
             200,
             &[("content-type", "text/html"), ("content-length", "20000")],
             streamed(|tx| async move {
+                // The first part comes a little after the head, as from a slow backend: the
+                // read timeout counts from it, not from the head.
+                tokio::time::sleep(Duration::from_millis(300)).await;
                 let _ = tx.send(data(html(5_000))).await;
                 // Silent, connection open, far past the proxy's read timeout.
                 tokio::time::sleep(Duration::from_secs(60)).await;
