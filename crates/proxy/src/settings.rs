@@ -287,8 +287,9 @@ pub struct Timeouts {
     pub client_body: Duration,
     /// Time to establish an upstream connection. Default 3 s.
     pub upstream_connect: Duration,
-    /// Time the upstream has to start its response (the proxy answers 504 after it), and the
-    /// longest it may go silent mid-body (the body is cut). Default 60 s.
+    /// Time the upstream has to start its response (the proxy answers 504 after it), the
+    /// longest it may go silent mid-body (the body is cut), and the longest it may leave a
+    /// part of the request body untaken (504, as nginx's `proxy_send_timeout`). Default 60 s.
     pub upstream_response: Duration,
     /// Idle time after which a keep-alive connection (client or upstream) is closed. Default
     /// 60 s.

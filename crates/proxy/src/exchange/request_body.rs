@@ -4,7 +4,10 @@
 //!
 //! The silence is counted only while the upstream connection waits for the client: from
 //! the first poll that finds nothing ready after a frame, to the next frame. A body not
-//! polled (the upstream is slow to read) is not the client's fault.
+//! polled (the upstream is slow to read) is not the client's fault: that wait is the
+//! upstream's, and [`Sent::upstream_stalled`] ends it after the upstream timeout (nginx's
+//! `proxy_send_timeout`, the write side of HAProxy's `timeout server`), counted from the
+//! frame the upstream connection last took to the next time it asks for one.
 //!
 //! A failed body fails the upstream request with it; the HTTP client then closes that
 //! connection instead of pooling it, so a stalled upload holds no origin connection.
@@ -13,6 +16,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -75,16 +79,56 @@ pub(crate) fn client_failure(
 
 /// Completes once the request body has been sent whole (at once for a request without one).
 #[derive(Debug)]
-pub(crate) struct Sent(Option<oneshot::Receiver<()>>);
+pub(crate) struct Sent {
+    end: Option<oneshot::Receiver<()>>,
+    handed: Arc<Handed>,
+}
 
 impl Sent {
     /// Waits for the end of the body. A body dropped before its end also ends the wait: the
     /// request it belonged to fails on its own.
     pub(crate) async fn wait(&mut self) {
-        if let Some(receiver) = &mut self.0 {
+        if let Some(receiver) = &mut self.end {
             let _ = receiver.await;
-            self.0 = None;
+            self.end = None;
         }
+    }
+
+    /// Completes when the upstream connection has left a frame of the body untaken for
+    /// `limit`: it took the frame and has not asked for the next one since, so the upstream
+    /// is not reading. Never completes while the connection waits for the client.
+    pub(crate) fn upstream_stalled(&self, limit: Duration) -> impl Future<Output = ()> {
+        let handed = self.handed.clone();
+        async move {
+            loop {
+                let due = match handed.since() {
+                    Some(since) => match since.checked_add(limit) {
+                        Some(due) => due,
+                        None => return std::future::pending().await,
+                    },
+                    None => Instant::now() + limit,
+                };
+                tokio::time::sleep_until(due).await;
+                if handed.since().is_some_and(|since| since.elapsed() >= limit) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// When the upstream connection took the body's last frame, while it has not asked for the
+/// next one.
+#[derive(Debug, Default)]
+struct Handed(Mutex<Option<Instant>>);
+
+impl Handed {
+    fn since(&self) -> Option<Instant> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, since: Option<Instant>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = since;
     }
 }
 
@@ -97,6 +141,7 @@ pub(crate) struct RequestBody {
     waiting_since: Option<Instant>,
     timer: Option<Pin<Box<Sleep>>>,
     sent: Option<oneshot::Sender<()>>,
+    handed: Arc<Handed>,
 }
 
 impl RequestBody {
@@ -104,14 +149,20 @@ impl RequestBody {
     pub(crate) fn new(inner: Incoming, limit: Duration) -> (RequestBody, Sent) {
         let (sender, receiver) = oneshot::channel();
         let done = inner.is_end_stream();
+        let handed = Arc::new(Handed::default());
         let body = RequestBody {
             inner,
             limit,
             waiting_since: None,
             timer: None,
             sent: (!done).then_some(sender),
+            handed: handed.clone(),
         };
-        (body, Sent((!done).then_some(receiver)))
+        let sent = Sent {
+            end: (!done).then_some(receiver),
+            handed,
+        };
+        (body, sent)
     }
 
     fn announce_end(&mut self) {
@@ -130,11 +181,14 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ClientBodyError>>> {
         let this = &mut *self;
+        this.handed.set(None);
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.waiting_since = None;
                 if this.inner.is_end_stream() {
                     this.announce_end();
+                } else {
+                    this.handed.set(Some(Instant::now()));
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

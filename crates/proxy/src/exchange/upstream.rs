@@ -278,19 +278,27 @@ impl Upstreams {
 }
 
 /// Runs `request` until the upstream answers, giving it `limit` from the end of the request
-/// body (`sent`), not from its start.
+/// body (`sent`), not from its start; before that end, `limit` to take each frame of the
+/// body it was handed (an upstream that stops reading an upload).
 async fn answer_within<F: Future>(
     request: F,
     sent: &mut Sent,
     limit: Duration,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
+) -> Result<F::Output, TimedOut> {
     tokio::pin!(request);
+    let stalled = sent.upstream_stalled(limit);
     tokio::select! {
         answer = &mut request => return Ok(answer),
         () = sent.wait() => {}
+        () = stalled => return Err(TimedOut),
     }
-    tokio::time::timeout(limit, request).await
+    tokio::time::timeout(limit, request)
+        .await
+        .map_err(|_| TimedOut)
 }
+
+/// The upstream took longer than its timeout to answer, or to read the request body.
+struct TimedOut;
 
 /// Says `Transfer-Encoding: chunked` on a request whose body has content of a length not
 /// known ahead (chunked from an HTTP/1.1 client, DATA frames without `content-length` from an

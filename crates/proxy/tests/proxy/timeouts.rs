@@ -194,6 +194,57 @@ async fn a_stalled_upload_gets_408_and_frees_the_origin_connection() {
     assert_eq!(Proxy::count(&proxy.stats.errors.upstream), 0);
 }
 #[tokio::test]
+async fn an_upload_the_origin_stops_reading_gets_504_and_lets_go_of_both_sides() {
+    // The origin reads the head, then nothing until told to, as a backend stuck in a
+    // handler that never gets to the body (nginx's proxy_send_timeout).
+    let go_on = Arc::new(tokio::sync::Notify::new());
+    let told = go_on.clone();
+    let origin = RawOrigin::start(move |mut conn| {
+        let told = told.clone();
+        async move {
+            if conn.read_head().await.is_some() {
+                told.notified().await;
+                conn.drain().await;
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.upstream_response = Duration::from_secs(1);
+        config.timeouts.client_body = Duration::from_secs(60);
+    })
+    .await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    // A second handle on the client's socket keeps uploading at full speed, far more than
+    // every buffer on the way holds, until the proxy stops taking it.
+    let writer = client.stream.into_std().expect("a std socket");
+    let mut upload = tokio::net::TcpStream::from_std(writer.try_clone().expect("a clone"))
+        .expect("a tokio socket");
+    client.stream = tokio::net::TcpStream::from_std(writer).expect("a tokio socket");
+    let uploading = tokio::spawn(async move {
+        let head = b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n";
+        upload.write_all(head).await.expect("the head");
+        let part = vec![b'u'; 64 * 1024];
+        while upload.write_all(&part).await.is_ok() {}
+    });
+    let started = Instant::now();
+    let response = client.response(false).await;
+    assert_eq!(response.status(), 504, "{}", response.head);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
+    // The origin's connection was closed: once the origin reads, it reaches the end.
+    go_on.notify_one();
+    assert!(
+        reaches_one(&origin.ended, Duration::from_secs(5)).await,
+        "the origin connection is still held"
+    );
+    uploading.abort();
+    assert!(client.closed_within(Duration::from_secs(5)).await);
+    assert_eq!(Proxy::count(&proxy.stats.errors.upstream_timeout), 1);
+    assert_eq!(Proxy::count(&proxy.stats.errors.client), 0);
+}
+
+#[tokio::test]
 async fn idle_not_header_read_bounds_the_gap_between_requests() {
     let origin = Origin::start().await;
     let proxy = Proxy::start(vec![origin.upstream()], |config| {
