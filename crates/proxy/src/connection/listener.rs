@@ -9,6 +9,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::task::Poll;
 
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::connection::tls::Acceptor;
@@ -31,7 +32,7 @@ impl Listener {
     /// [`ProxyError::Bind`] when the address cannot be bound.
     pub(crate) async fn bind(addr: SocketAddr, tls: Option<Acceptor>) -> Result<Self, ProxyError> {
         let bind_error = |source| ProxyError::Bind { addr, source };
-        let tcp = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let tcp = bind_tcp(addr).map_err(bind_error)?;
         let addr = tcp.local_addr().map_err(bind_error)?;
         Ok(Listener { tcp, addr, tls })
     }
@@ -45,6 +46,23 @@ impl Listener {
     pub(crate) fn tls(&self) -> Option<&Acceptor> {
         self.tls.as_ref()
     }
+}
+
+/// Binds a listening socket at `addr` as tokio's `TcpListener::bind` does (address reuse, a
+/// backlog of 1024), except that an IPv6 address is bound IPv6-only: `[::]:80` then takes
+/// IPv6 clients and leaves port 80 on IPv4 to a `0.0.0.0:80` listener beside it, as nginx
+/// binds them. Otherwise, on Linux's default `bindv6only = 0`, `[::]:80` takes both families
+/// and the pair (docs/config.md's dual-stack example) cannot start.
+pub(crate) fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
 }
 
 /// Every listener of a server.

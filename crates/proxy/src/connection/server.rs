@@ -30,7 +30,7 @@ use crate::connection::cork::{CorkedStream, MoreToCome};
 use crate::connection::graceful::{Shutdown, Watcher};
 use crate::connection::http::{Connection, Protocol, Protocols};
 use crate::connection::keepalive::Phases;
-use crate::connection::listener::{Listener, Listeners};
+use crate::connection::listener::{self, Listener, Listeners};
 use crate::connection::tls::{self, Acceptor, TlsReloader};
 use crate::counters::Counters;
 use crate::encode::budget;
@@ -109,7 +109,7 @@ impl Server {
         let admin = match config.admin {
             Some(addr) => {
                 let admin_error = |source| ProxyError::Bind { addr, source };
-                let listener = TcpListener::bind(addr).await.map_err(admin_error)?;
+                let listener = listener::bind_tcp(addr).map_err(admin_error)?;
                 let local = listener.local_addr().map_err(admin_error)?;
                 Some((listener, local))
             }

@@ -198,3 +198,35 @@ fn run_blocking_serves_until_shutdown_completes() {
     let refused = run_blocking(config, async {});
     assert!(matches!(refused, Err(ProxyError::NoUpstreams)));
 }
+
+#[tokio::test]
+async fn an_ipv4_and_an_ipv6_wildcard_share_one_port() {
+    // docs/config.md's dual-stack example: nginx binds `[::]` IPv6-only so that the pair
+    // starts; bound for both families, the second listener found its port taken.
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback on this machine: the dual-stack pair cannot be tried");
+        return;
+    }
+    let origin = Origin::start().await;
+    let port = std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|probe| probe.local_addr())
+        .expect("a free port")
+        .port();
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.listen = vec![
+            format!("0.0.0.0:{port}").parse().expect("valid"),
+            format!("[::]:{port}").parse().expect("valid"),
+        ];
+    })
+    .await;
+    let client = client();
+    for host in ["127.0.0.1", "[::1]"] {
+        let url = format!("http://{host}:{port}/small.txt");
+        let response = client
+            .request(request("GET", &url, &[]))
+            .await
+            .expect("a response");
+        assert_eq!(response.status(), 200, "{host}");
+    }
+    drop(proxy);
+}

@@ -294,6 +294,18 @@ fn rejections_name_the_key() {
         ("admin = \"127.0.0.1:8080\"", "admin: 127.0.0.1:8080 is also a listen address"),
         ("listen = []", "listen: no listener: give an address here or in tls.listen"),
         ("listen = [\"127.0.0.1:1\", \"127.0.0.1:1\"]", "listen[1]: 127.0.0.1:1 is listed twice"),
+        (
+            "listen = [\"0.0.0.0:80\", \"127.0.0.1:80\"]",
+            "listen[1]: 127.0.0.1:80 takes the port of the address listed before it 0.0.0.0:80",
+        ),
+        (
+            "listen = [\"[::1]:80\", \"[::]:80\"]",
+            "listen[1]: [::]:80 takes the port of the address listed before it [::1]:80",
+        ),
+        (
+            "listen = \"127.0.0.1:8081\"\nadmin = \"0.0.0.0:8081\"",
+            "admin: 0.0.0.0:8081 takes the port of the listen address 127.0.0.1:8081",
+        ),
         ("[tls]\nlisten = [\"nowhere\"]", "tls.listen[0]: 'nowhere' is not an IP address and port"),
         ("[tls]\nlisten = [\"127.0.0.1:443\"]", "tls.cert: TLS listeners need a certificate"),
         ("[tls]\ncert = \"a.pem\"\nkey = \"a.key\"", "tls.listen: certificates are given but no TLS listener"),

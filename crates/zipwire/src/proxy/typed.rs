@@ -74,15 +74,15 @@ impl TryFrom<RawConfig> for ProxyConfig {
                 "no listener: give an address here or in tls.listen",
             ));
         }
-        if let Some((i, addr)) = tls
+        if let Some((i, addr, taken)) = tls
             .listen
             .iter()
             .enumerate()
-            .find(|(_, addr)| listen.contains(addr))
+            .find_map(|(i, addr)| Some((i, *addr, overlap(*addr, &listen)?)))
         {
             return Err(ConfigError::new(
                 format!("tls.listen[{i}]"),
-                format!("{addr} is also a cleartext listen address"),
+                clash(addr, taken, "cleartext listen address"),
             ));
         }
         let upstreams = upstreams(raw.upstreams.as_deref().unwrap_or_default())?;
@@ -98,10 +98,12 @@ impl TryFrom<RawConfig> for ProxyConfig {
         }
         if let Some(text) = &raw.admin {
             let admin = at("admin", value::parse_socket_addr(text))?;
-            if config.listen.contains(&admin) || config.tls.listen.contains(&admin) {
+            if let Some(taken) =
+                overlap(admin, &config.listen).or_else(|| overlap(admin, &config.tls.listen))
+            {
                 return Err(ConfigError::new(
                     "admin",
-                    format!("{admin} is also a listen address"),
+                    clash(admin, taken, "listen address"),
                 ));
             }
             config.admin = Some(admin);
@@ -278,15 +280,41 @@ fn addresses(key: &str, texts: &[String]) -> Result<Vec<SocketAddr>, ConfigError
     let mut addrs = Vec::with_capacity(texts.len());
     for (i, text) in texts.iter().enumerate() {
         let addr = at(format!("{key}[{i}]"), value::parse_socket_addr(text))?;
-        if addrs.contains(&addr) {
-            return Err(ConfigError::new(
-                format!("{key}[{i}]"),
-                format!("{addr} is listed twice"),
-            ));
+        if let Some(taken) = overlap(addr, &addrs) {
+            let why = if taken == addr {
+                format!("{addr} is listed twice")
+            } else {
+                clash(addr, taken, "address listed before it")
+            };
+            return Err(ConfigError::new(format!("{key}[{i}]"), why));
         }
         addrs.push(addr);
     }
     Ok(addrs)
+}
+
+/// The address among `bound` that `addr` could not be bound beside: the same port in the same
+/// family, and the same address or a wildcard on either side (`0.0.0.0:80` takes
+/// `127.0.0.1:80`). IPv6 listeners are bound IPv6-only, so `0.0.0.0:80` and `[::]:80` go
+/// together, as nginx binds them. Port 0 (the system picks one) never clashes.
+fn overlap(addr: SocketAddr, bound: &[SocketAddr]) -> Option<SocketAddr> {
+    bound.iter().copied().find(|other| {
+        addr.port() != 0
+            && other.port() == addr.port()
+            && other.is_ipv4() == addr.is_ipv4()
+            && (other.ip() == addr.ip()
+                || other.ip().is_unspecified()
+                || addr.ip().is_unspecified())
+    })
+}
+
+/// Why `addr` cannot be bound beside `taken`, a `what`.
+fn clash(addr: SocketAddr, taken: SocketAddr, what: &str) -> String {
+    if addr == taken {
+        format!("{addr} is also a {what}")
+    } else {
+        format!("{addr} takes the port of the {what} {taken}")
+    }
 }
 
 /// `listen`: one address (named `listen` when rejected) or a list.
