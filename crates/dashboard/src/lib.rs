@@ -51,4 +51,4 @@ pub use body::Body;
 pub use events::MAX_VIEWERS;
 pub use process::process_rss_bytes;
 pub use routes::{Dashboard, Kind, Source};
-pub use serve::serve;
+pub use serve::{serve, serve_with, HEAD_TIMEOUT, MAX_CONNECTIONS};

@@ -3,13 +3,11 @@
 //! events are [`AdminState::event`] documents.
 //!
 //! Off unless configured; it should listen on a loopback or management address only, as it
-//! answers anyone who connects. On a loopback address it answers only requests whose `Host`
-//! is a loopback name or an IP address: a web page the operator's browser opens on a name
-//! that its DNS then points at 127.0.0.1 ("DNS rebinding") would otherwise be same-origin
-//! with it, read the counters and purge the cache. At most [`MAX_ADMIN_CONNECTIONS`] are
-//! served at once, so that idle ones cannot take the file descriptors the proxy needs.
+//! answers anyone who connects. It is served by the loop every admin listener shares
+//! ([`zipwire_dashboard::serve_with`]): at most 32 connections at once, a head timeout, and
+//! on a loopback address only requests whose `Host` is local (DNS rebinding would otherwise
+//! let a web page read the counters and purge the cache).
 
-use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,10 +15,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tracing::{debug, warn};
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 use zipwire_dashboard::{Body, Dashboard, Kind};
 use zipwire_stats::{CacheStats, CodingStats, Errors, Snapshot};
@@ -135,90 +130,16 @@ impl AdminState {
     }
 }
 
-/// Admin connections served at once; more wait in the listen queue.
-pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 32;
-
-/// Serves the admin pages on `listener` until the task is dropped.
+/// Serves the admin pages on `listener` until the task is dropped, under the guards every
+/// admin listener has ([`zipwire_dashboard::serve_with`]: a connection limit, a head timeout,
+/// a local `Host` on loopback).
 pub(crate) async fn serve(listener: TcpListener, state: AdminState) {
     let source = state.clone();
     let dashboard = Dashboard::new(Kind::Proxy, move || source.event());
-    let loopback = listener
-        .local_addr()
-        .is_ok_and(|addr| addr.ip().is_loopback());
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_ADMIN_CONNECTIONS));
-    loop {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                warn!(%error, "admin accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let (state, dashboard) = (state.clone(), dashboard.clone());
-        tokio::spawn(async move {
-            let _permit = permit;
-            let service = service_fn(move |request: Request<Incoming>| {
-                let response = if loopback && !local_host(&request) {
-                    text(
-                        StatusCode::MISDIRECTED_REQUEST,
-                        "421 Misdirected Request: this listener answers Host localhost or an IP address\n",
-                    )
-                } else {
-                    respond(&state, &dashboard, &request)
-                };
-                async move { Ok::<_, Infallible>(response) }
-            });
-            // A head not read within the time closes the connection, so a client that
-            // sends a partial head and waits holds no task for good.
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(ADMIN_HEAD_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(error) = served {
-                debug!(%error, %peer, "admin connection ended");
-            }
-        });
-    }
-}
-
-/// How long the admin listener waits for a request head (and for the next one on an idle
-/// keep-alive connection); until 2026-11-27 it waited for ever.
-const ADMIN_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether the request's `Host` (none counts as local) is a loopback name or an IP address,
-/// as a client of a loopback listener names it; any other name is one a browser resolved to
-/// this address, possibly at a web page's bidding.
-fn local_host(request: &Request<Incoming>) -> bool {
-    let Some(host) = request.headers().get(header::HOST) else {
-        return true;
-    };
-    let Ok(host) = host.to_str() else {
-        return false;
-    };
-    let name = match host.rsplit_once(':') {
-        // `[::1]:9901`, `127.0.0.1:9901`, `localhost:9901`.
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    let bare = name.trim_start_matches('[').trim_end_matches(']');
-    name == "localhost" || name.ends_with(".localhost") || bare.parse::<std::net::IpAddr>().is_ok()
-}
-
-/// A plain-text answer with `status`.
-fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut response = Response::new(Body::full(Bytes::from_static(body.as_bytes())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain"),
-    );
-    response
+    zipwire_dashboard::serve_with(listener, move |request| {
+        respond(&state, &dashboard, request)
+    })
+    .await;
 }
 
 /// Answers one admin request.

@@ -1,6 +1,8 @@
 //! The tunnel's admin listener (`--admin`): `/stats` as JSON and the live dashboard, both from
 //! the endpoint's [`Stats`]. Loopback unless an address says otherwise, as it answers anyone
-//! who connects.
+//! who connects; served by the loop every admin listener shares
+//! ([`zipwire_dashboard::serve_with`]: at most 32 connections, a head timeout, and a local
+//! `Host` on loopback).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
