@@ -177,9 +177,9 @@ pub struct Compression {
     /// window per stream. Default 2.
     pub level: Level,
     /// zstd level, 1-19 (Caddy's `encode zstd` takes none; nginx's zstd module
-    /// `zstd_comp_level`). Default 1: see `docs/config.md`.
+    /// `zstd_comp_level`). Default 2: see `docs/config.md`.
     pub zstd_level: ZstdLevel,
-    /// brotli quality, 0-11 (ngx_brotli `brotli_comp_level`). Default 4: see
+    /// brotli quality, 0-11 (ngx_brotli `brotli_comp_level`). Default 3: see
     /// `docs/config.md`.
     pub br_level: BrotliLevel,
     /// Which responses are compressed.

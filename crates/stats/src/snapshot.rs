@@ -35,8 +35,9 @@ pub struct Snapshot {
     pub bytes_in: u64,
     /// Body bytes sent to clients (counter).
     pub bytes_out: u64,
-    /// Bytes compression kept off the wire: input minus output of compressed responses
-    /// (counter).
+    /// Bytes compression kept off the wire: input minus output of each encoder call that
+    /// made less than it took, summed; a call that came out larger (incompressible data)
+    /// counts nothing, so the counter never goes down (counter).
     pub bytes_saved: u64,
     /// Time spent inside encoder and decoder calls, summed over threads, in seconds (counter).
     pub compress_seconds: f64,

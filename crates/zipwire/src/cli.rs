@@ -106,7 +106,7 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub encodings: Option<Vec<String>>,
 
-    /// zstd level, 1 (fastest) to 19 [default: 1]
+    /// zstd level, 1 (fastest) to 19 [default: 2]
     #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(1..=19))]
     pub zstd_level: Option<u8>,
 

@@ -42,8 +42,6 @@ impl AdminState {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let c = &self.counters;
         let load = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed);
-        let compress_in = load(&c.compression.bytes_in);
-        let compress_out = load(&c.compression.bytes_out);
         Snapshot {
             uptime: self.started.elapsed(),
             requests: load(&c.requests),
@@ -61,8 +59,10 @@ impl AdminState {
                 .collect(),
             bytes_in: load(&c.bytes_in),
             bytes_out: load(&c.bytes_out),
-            bytes_saved: compress_in.saturating_sub(compress_out),
-            compress_seconds: load(&c.compression.busy_nanos) as f64 / 1e9,
+            bytes_saved: load(&c.compression.saved),
+            compress_seconds: (load(&c.compression.busy_nanos) as f64
+                + load(&c.decompression.busy_nanos) as f64)
+                / 1e9,
             active_streams: load(&c.active_streams),
             stream_memory_bytes: self.memory.in_use(),
             throttled: self

@@ -79,6 +79,10 @@ pub struct BodyMeter {
     pub bytes_out: AtomicU64,
     /// Time spent inside encoder or decoder calls, in nanoseconds.
     pub busy_nanos: AtomicU64,
+    /// Bytes the calls that made less than they took saved, summed: unlike `bytes_in -
+    /// bytes_out`, it never goes down when an incompressible body comes out a little larger
+    /// (so a Prometheus counter built on it never appears reset).
+    pub saved: AtomicU64,
     /// Server-wide totals that every call is added to as well, so that a budget sees a long
     /// stream's work while it runs, not when it ends.
     totals: Option<Arc<BodyMeter>>,
@@ -113,6 +117,9 @@ impl BodyMeter {
                 .bytes_out
                 .fetch_add(bytes_out as u64, Ordering::Relaxed);
             meter.busy_nanos.fetch_add(busy, Ordering::Relaxed);
+            meter
+                .saved
+                .fetch_add(bytes_in.saturating_sub(bytes_out) as u64, Ordering::Relaxed);
         }
     }
 }
