@@ -89,10 +89,10 @@ pub struct Common {
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
-    /// Ping the peer inside the tunnel after this much silence (e.g. 15s), and reset a
-    /// forwarded connection whose peer stays silent for 3 intervals more (as ssh's
-    /// ServerAliveInterval). TCP keepalive is on in any case. [default: off]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Ping the peer inside the tunnel after this much silence (e.g. 15s; at least 100ms, 0
+    /// for off), and reset a forwarded connection whose peer stays silent for 3 intervals
+    /// more (as ssh's ServerAliveInterval). TCP keepalive is on in any case. [default: off]
+    #[arg(long, value_name = "DURATION", value_parser = parse_keepalive_interval)]
     pub keepalive_interval: Option<Duration>,
 
     /// Serve /stats (JSON) and a live dashboard (/dashboard) over HTTP on this PORT of
@@ -109,7 +109,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
     pub listen: SocketAddr,
     /// The one target every tunnel connection is forwarded to (HOST:PORT).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_host_port)]
     pub forward: String,
     /// The server's certificate (PEM).
     #[arg(long, value_name = "FILE")]
@@ -122,8 +122,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = startups::DEFAULT_MAX_STARTUPS, value_parser = parse_startups)]
     pub max_startups: usize,
     /// Time a connection has for the TLS handshake and the hello together (as ssh's
-    /// LoginGraceTime).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// LoginGraceTime; 0 for no limit, as there).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_login_grace)]
     pub login_grace: Duration,
     #[command(flatten)]
     /// Flags both ends share.
@@ -137,7 +137,7 @@ pub struct ClientArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
     pub listen: SocketAddr,
     /// The tunnel server (HOST:PORT).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_host_port)]
     pub server: String,
     /// The server certificate's fingerprint, `SHA256:<hex>`, as keygen printed it.
     #[arg(long, value_name = "SHA256:HEX", value_parser = parse_pin)]
@@ -145,6 +145,55 @@ pub struct ClientArgs {
     #[command(flatten)]
     /// Flags both ends share.
     pub common: Common,
+}
+
+/// The shortest `--keepalive-interval`: below it the pings would be most of an idle link's
+/// traffic, and a peer a few scheduler delays late would be declared dead.
+const MIN_KEEPALIVE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// `--keepalive-interval`: 0 is off, as ssh's `ServerAliveInterval 0` (it became 10 ms
+/// pings, about 90 a second, until 2026-11-27); otherwise at least
+/// [`MIN_KEEPALIVE_INTERVAL`].
+fn parse_keepalive_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if !interval.is_zero() && interval < MIN_KEEPALIVE_INTERVAL {
+        return Err(format!(
+            "'{text}' is shorter than {MIN_KEEPALIVE_INTERVAL:?} (0 turns the pings off)"
+        ));
+    }
+    Ok(interval)
+}
+
+/// `--login-grace`: 0 is no limit, as ssh's `LoginGraceTime 0` (it closed every connection
+/// at once until 2026-11-27); `--max-startups` still bounds the connections waiting.
+fn parse_login_grace(text: &str) -> Result<Duration, String> {
+    let grace = parse_duration(text)?;
+    Ok(if grace.is_zero() {
+        Duration::MAX
+    } else {
+        grace
+    })
+}
+
+/// `HOST:PORT`: a name or an address (IPv6 in brackets) and a port 1-65535, checked at start
+/// as ssh checks `-L`'s forwarding, not at the first connection.
+fn parse_host_port(text: &str) -> Result<String, String> {
+    let bad = || format!("'{text}' is not HOST:PORT (a name or address, and a port 1-65535)");
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+        }
+    };
+    if port == 0 || !host_ok {
+        return Err(bad());
+    }
+    Ok(text.to_owned())
 }
 
 fn parse_pin(text: &str) -> Result<Fingerprint, String> {
@@ -255,7 +304,10 @@ fn prepare(common: &Common) -> anyhow::Result<(Vec<u8>, Shared)> {
         })
     });
     let mut shared = Shared::new(common.level.clone(), common.block_size, budget);
-    shared.keepalive = common.keepalive_interval.map(Keepalive::every);
+    shared.keepalive = common
+        .keepalive_interval
+        .filter(|interval| !interval.is_zero())
+        .map(Keepalive::every);
     Ok((token, shared))
 }
 
@@ -319,4 +371,37 @@ fn serve(
     }
     result.context("tunnel")?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_means_what_it_means_to_ssh() {
+        assert_eq!(parse_keepalive_interval("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_keepalive_interval("15s"), Ok(Duration::from_secs(15)));
+        assert!(parse_keepalive_interval("5ms").is_err());
+        assert_eq!(parse_login_grace("0s"), Ok(Duration::MAX));
+        assert_eq!(parse_login_grace("30s"), Ok(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn forward_and_server_are_host_and_port() {
+        for good in ["127.0.0.1:22", "db.internal:5432", "[::1]:22", "my_host:1"] {
+            assert_eq!(parse_host_port(good), Ok(good.to_owned()));
+        }
+        for bad in [
+            "nonsense",
+            "host:0",
+            "host:70000",
+            ":22",
+            "::1:22",
+            "a b:22",
+            "h/x:1",
+            "[zz]:1",
+        ] {
+            assert!(parse_host_port(bad).is_err(), "{bad}");
+        }
+    }
 }
