@@ -135,13 +135,14 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
     pub max_rate: Option<u64>,
 
-    /// Total bytes of compression buffers [default: no limit]
-    #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
+    /// Total bytes of compression buffers, at least 1MiB [default: no limit]
+    #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_size_at_least(text, crate::proxy::MIN_MAX_MEMORY))]
     pub max_memory: Option<u64>,
 
     /// Input bytes all responses together may hold while gathering encoder calls; past it a
-    /// response waits with its input unread upstream [default: 4MiB per thread]
-    #[arg(long, value_name = "BYTES", value_parser = parse_positive_size)]
+    /// response waits with its input unread upstream; at least 64KiB [default: 4MiB per
+    /// thread]
+    #[arg(long, value_name = "BYTES", value_parser = |text: &str| parse_size_at_least(text, crate::proxy::MIN_GATHER_MEMORY))]
     pub gather_memory: Option<u64>,
 
     /// Longest pause between two reads of a request body before the upload is abandoned (408)
@@ -235,6 +236,18 @@ pub struct CodecArgs {
           hide_default_value = true,
           value_parser = value_parser!(u8).range(1..=3))]
     pub levels: Vec<u8>,
+}
+
+/// A size of at least `min` bytes: the same floor the file's key has, so that the flag's
+/// error names the flag rather than the file.
+fn parse_size_at_least(text: &str, min: u64) -> Result<u64, String> {
+    match parse_size(text)? {
+        bytes if bytes < min => Err(format!(
+            "must be at least {}",
+            crate::value::format_size(min)
+        )),
+        bytes => Ok(bytes),
+    }
 }
 
 fn parse_positive_size(text: &str) -> Result<u64, String> {

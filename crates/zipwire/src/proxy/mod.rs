@@ -26,6 +26,7 @@ use crate::proxy::raw::{
 };
 
 pub use self::render::render;
+pub use self::typed::{MIN_GATHER_MEMORY, MIN_MAX_MEMORY};
 
 /// Runs `zipwire proxy --check`: validates the configuration and writes the effective
 /// configuration to `out`. (clap requires `--check` until the server is wired to this

@@ -152,7 +152,7 @@ fn every_key_is_applied() {
         [budget]
         max_cpu = 75.5
         max_rate = "8MiB"
-        max_memory = 1000000
+        max_memory = 2000000
         gather_memory = "4MiB"
         hysteresis = 0
         window = "500ms"
@@ -210,7 +210,7 @@ fn every_key_is_applied() {
     let b = &config.budget;
     assert_eq!(b.max_cpu, Some(75.5));
     assert_eq!(b.max_rate, Some(8 << 20));
-    assert_eq!(b.max_memory, Some(1_000_000));
+    assert_eq!(b.max_memory, Some(2_000_000));
     assert_eq!(b.gather_memory, Some(4 << 20));
     assert_eq!(b.hysteresis, 0.0);
     assert_eq!(b.window, Duration::from_millis(500));
@@ -359,6 +359,7 @@ fn rejections_name_the_key() {
         ("[budget]\nmax_rate = 0", "budget.max_rate: 0 is below the minimum of 1"),
         ("[budget]\nmax_memory = \"-1k\"", "budget.max_memory: '-1k' is not a size"),
         ("[budget]\ngather_memory = \"1k\"", "budget.gather_memory: 1KiB is below the minimum of 64KiB"),
+        ("[budget]\nmax_memory = \"64k\"", "budget.max_memory: 64KiB is below the minimum of 1MiB"),
         ("[budget]\nhysteresis = 1", "budget.hysteresis: 1 is not a fraction from 0 up to (not including) 1"),
         ("[budget]\nhysteresis = -0.1", "budget.hysteresis: -0.1 is not a fraction"),
         ("[budget]\nwindow = \"0s\"", "budget.window: must be longer than zero"),
@@ -622,6 +623,8 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         (&["--max-cpu", "0"], "is not a positive percentage"),
         (&["--max-rate", "0"], "must be above zero"),
         (&["--max-memory", "lots"], "is not a size"),
+        (&["--max-memory", "1"], "--max-memory <BYTES>': must be at least 1MiB"),
+        (&["--gather-memory", "1k"], "--gather-memory <BYTES>': must be at least 64KiB"),
         (&["--client-body-timeout", "5"], "is not a duration"),
         (
             &["--tls-listen", "localhost:443"],

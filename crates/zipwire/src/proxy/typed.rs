@@ -21,6 +21,14 @@ use zipwire_proxy::{
 use crate::proxy::raw::{Quantity, RawCache, RawConfig, RawHttp2, RawTls};
 use crate::value;
 
+/// The smallest `budget.max_memory`: below it not even one stream's buffers fit (a 64 KiB
+/// call, its output and the encoder), and every response would pass uncompressed with the
+/// bypass reason `budget`, silently.
+pub const MIN_MAX_MEMORY: u64 = 1 << 20;
+
+/// The smallest `budget.gather_memory`: one call of the default `compression.coalesce`.
+pub const MIN_GATHER_MEMORY: u64 = 64 * 1024;
+
 /// Where the proxy listens for cleartext clients when neither the file nor `--listen` says,
 /// and no TLS listener is given.
 pub const DEFAULT_LISTEN: SocketAddr =
@@ -197,13 +205,17 @@ impl TryFrom<RawConfig> for ProxyConfig {
             budget.max_rate = Some(size_in("budget.max_rate", max_rate, 1..=u64::MAX)?);
         }
         if let Some(max_memory) = &raw_budget.max_memory {
-            budget.max_memory = Some(size_in("budget.max_memory", max_memory, 1..=u64::MAX)?);
+            budget.max_memory = Some(size_in(
+                "budget.max_memory",
+                max_memory,
+                MIN_MAX_MEMORY..=u64::MAX,
+            )?);
         }
         if let Some(gather) = &raw_budget.gather_memory {
             budget.gather_memory = Some(size_in(
                 "budget.gather_memory",
                 gather,
-                64 * 1024..=u64::MAX,
+                MIN_GATHER_MEMORY..=u64::MAX,
             )?);
         }
         if let Some(hysteresis) = raw_budget.hysteresis {
