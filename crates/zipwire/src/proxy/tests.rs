@@ -623,8 +623,14 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         (&["--max-cpu", "0"], "is not a positive percentage"),
         (&["--max-rate", "0"], "must be above zero"),
         (&["--max-memory", "lots"], "is not a size"),
-        (&["--max-memory", "1"], "--max-memory <BYTES>': must be at least 1MiB"),
-        (&["--gather-memory", "1k"], "--gather-memory <BYTES>': must be at least 64KiB"),
+        (
+            &["--max-memory", "1"],
+            "--max-memory <BYTES>': must be at least 1MiB",
+        ),
+        (
+            &["--gather-memory", "1k"],
+            "--gather-memory <BYTES>': must be at least 64KiB",
+        ),
         (&["--client-body-timeout", "5"], "is not a duration"),
         (
             &["--tls-listen", "localhost:443"],
