@@ -19,3 +19,4 @@ pub(crate) mod request_body;
 pub(crate) mod service;
 pub(crate) mod upgrade;
 pub(crate) mod upstream;
+pub(crate) mod versions;
