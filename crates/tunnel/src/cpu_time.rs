@@ -52,17 +52,38 @@ fn thread_cpu() -> Option<Duration> {
 mod tests {
     use super::*;
 
+    /// The thread's CPU time by another clock, `getrusage(RUSAGE_THREAD)`.
+    #[allow(unsafe_code)]
+    fn rusage_cpu() -> Duration {
+        // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is valid and writable for the call, which only writes to it.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+        assert_eq!(rc, 0, "getrusage");
+        let micros = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.unsigned_abs())
+                + Duration::from_micros(t.tv_usec.unsigned_abs())
+        };
+        micros(usage.ru_utime) + micros(usage.ru_stime)
+    }
+
     #[test]
     fn sleeping_costs_no_cpu_and_spinning_does() {
         let work = Work::start();
         std::thread::sleep(Duration::from_millis(100));
         assert!(work.done() < Duration::from_millis(50));
+        // Spin until the other clock has seen 20 ms of this thread's CPU, however long a
+        // loaded machine takes to give it that much (spinning for a wall time instead, a
+        // starved thread got less than the 5 ms asked of it).
         let work = Work::start();
-        let spin = Instant::now();
+        let (from, deadline) = (rusage_cpu(), Instant::now() + Duration::from_secs(10));
         let mut x = 0u64;
-        while spin.elapsed() < Duration::from_millis(30) {
-            x = std::hint::black_box(x.wrapping_add(1));
+        while rusage_cpu() - from < Duration::from_millis(20) && Instant::now() < deadline {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
         }
-        assert!(work.done() > Duration::from_millis(5));
+        let spent = work.done();
+        assert!(spent >= Duration::from_millis(15), "{spent:?}");
     }
 }

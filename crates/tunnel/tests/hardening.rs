@@ -210,23 +210,25 @@ where
     addr
 }
 
-/// A tunnel whose client pings every 100 ms (declared dead after 400 ms of silence).
+/// A tunnel whose client pings every 400 ms (declared dead after 1.6 s of silence). Both ends
+/// run in the test's process: with pings every 100 ms, a 400 ms stall of the whole process
+/// (a loaded machine) looked like a dead peer.
 async fn pinging_tunnel(target: SocketAddr) -> SocketAddr {
     let keys = keys();
     let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
     let mut pinging = shared(Choice::Auto);
-    pinging.keepalive = Some(Keepalive::every(Duration::from_millis(100)));
+    pinging.keepalive = Some(Keepalive::every(Duration::from_millis(400)));
     start_client(&keys, server, pinging).await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keepalive_waits_out_a_slow_answer_after_the_request_ended() {
-    // The request half-closes, the answer takes 1.5 s: the peer still answers pings after
-    // this end's end frame.
+    // The request half-closes, the answer takes 4 s (2.5 times the silence that declares the
+    // peer dead): the peer still answers pings after this end's end frame.
     let target = one_shot_target(|mut stream: TcpStream| async move {
         let mut request = Vec::new();
         stream.read_to_end(&mut request).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        tokio::time::sleep(Duration::from_millis(4_000)).await;
         stream.write_all(b"answer to ").await.unwrap();
         stream.write_all(&request).await.unwrap();
     })
@@ -245,7 +247,7 @@ async fn keepalive_waits_out_a_slow_answer_after_the_request_ended() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keepalive_waits_out_an_application_that_reads_slowly() {
-    // The application stops reading for 1.5 s while the target streams: the tunnel client
+    // The application stops reading for 4 s while the target streams: the tunnel client
     // stops reading the tunnel too, and must not take its own deafness for the peer's death.
     let data = text(12 << 20);
     let sent = data.clone();
@@ -258,7 +260,7 @@ async fn keepalive_waits_out_an_application_that_reads_slowly() {
         .unwrap();
     let mut first = vec![0u8; 64 * 1024];
     app.read_exact(&mut first).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    tokio::time::sleep(Duration::from_millis(4_000)).await;
     let mut rest = Vec::new();
     app.read_to_end(&mut rest)
         .await

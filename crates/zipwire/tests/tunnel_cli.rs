@@ -360,6 +360,7 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
             &dir.path().join(format!("client-{limit}.log")),
         );
         client.wait_for("tunnel client ready");
+        let flooded = Instant::now();
         let flood = half_open(&server_addr, 300);
         assert!(flood.len() >= 290, "{} half-open connections", flood.len());
         std::thread::sleep(Duration::from_millis(300));
@@ -370,16 +371,18 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
             took < served_within,
             "ulimit -n {limit}: served after {took:?}"
         );
-        // Out of descriptors the server says so once per interval, not once per accept.
+        // Out of descriptors the server says so once per interval (10 s), not once per
+        // accept: on a slow machine the exchange alone can outlast one interval.
         std::thread::sleep(Duration::from_millis(1000));
         let log = server.log();
         let warnings = log
             .lines()
             .filter(|l| l.contains("accept failed") || l.contains("out of file descriptors"))
-            .count();
+            .count() as u64;
+        let intervals = 1 + flooded.elapsed().as_secs() / 10;
         assert!(
-            warnings <= 1,
-            "ulimit -n {limit}: {warnings} warnings:\n{log}"
+            warnings <= intervals,
+            "ulimit -n {limit}: {warnings} warnings in {intervals} intervals:\n{log}"
         );
         drop(flood);
     }

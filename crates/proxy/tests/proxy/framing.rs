@@ -291,7 +291,7 @@ async fn early_hints_come_before_a_late_final_response_and_after_the_one_before(
                     return;
                 }
                 // The final response takes a while: the hints are worth their own write.
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                tokio::time::sleep(Duration::from_millis(1_000)).await;
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
                     body.len()
@@ -313,9 +313,10 @@ async fn early_hints_come_before_a_late_final_response_and_after_the_one_before(
     let hints = client.response(false).await;
     assert_eq!(hints.status(), 103, "{}", hints.head);
     assert_eq!(hints.field("link"), Some("</app.js>; rel=preload"));
-    // The hints went out before the upstream's final response existed.
+    // The hints went out before the upstream's final response existed (with 900 ms for a
+    // loaded machine's round trip and upstream connect).
     assert!(
-        started.elapsed() < Duration::from_millis(300),
+        started.elapsed() < Duration::from_millis(900),
         "{:?}",
         started.elapsed()
     );

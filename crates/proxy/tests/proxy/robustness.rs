@@ -127,7 +127,12 @@ async fn shutdown_lets_in_flight_requests_finish() {
         tokio::spawn(
             async move { fetch(&client(), "GET", &url, &[("accept-encoding", "gzip")]).await },
         );
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // In flight: the origin has the request (a fixed sleep here was sometimes too short for
+    // a loaded machine to have even connected).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let started = Instant::now();
     let server = proxy.shut_down();
     let (head, body) = in_flight.await.expect("request task");
@@ -159,7 +164,12 @@ async fn shutdown_closes_what_is_left_after_the_grace_period() {
     .await;
     let url = proxy.url("/very-slow");
     let in_flight = tokio::spawn(async move { client().request(request("GET", &url, &[])).await });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // In flight: the origin has the request (a fixed sleep here was sometimes too short for
+    // a loaded machine to have even connected).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let started = Instant::now();
     let server = proxy.shut_down();
     // Cut at the 0.3 s grace, not after the origin's 5 s: the bound sits between the two with
