@@ -125,11 +125,44 @@ pub fn load(args: &ProxyArgs) -> anyhow::Result<ProxyConfig> {
         }
         None => RawConfig::default(),
     };
-    let raw = file.overlay(flags(args));
-    let config = ProxyConfig::try_from(raw);
-    match &args.config {
-        Some(path) => config.with_context(|| path.display().to_string()),
-        None => config.map_err(anyhow::Error::from),
+    let flags = flags(args);
+    let config = ProxyConfig::try_from(file.overlay(flags.clone()));
+    match (config, &args.config) {
+        (Ok(config), _) => Ok(config),
+        // A key the flags gave is the command line's, not the file's, to blame.
+        (Err(error), Some(_)) if set_by_flags(&flags, error.key()) => {
+            Err(anyhow::Error::from(error).context("command line"))
+        }
+        (Err(error), Some(path)) => {
+            Err(anyhow::Error::from(error).context(path.display().to_string()))
+        }
+        (Err(error), None) => Err(error.into()),
+    }
+}
+
+/// Whether `flags` gave the key an error names (`listen[1]` is `listen`'s): the flags
+/// replace the file's value of every key they give.
+fn set_by_flags(flags: &RawConfig, key: &str) -> bool {
+    let (c, b, t) = (&flags.compression, &flags.budget, &flags.tls);
+    match key.split('[').next().unwrap_or(key) {
+        "listen" => flags.listen.is_some(),
+        "upstreams" => flags.upstreams.is_some(),
+        "threads" => flags.threads.is_some(),
+        "admin" => flags.admin.is_some(),
+        "compression.level" => c.level.is_some(),
+        "compression.encodings" => c.encodings.is_some(),
+        "compression.zstd_level" => c.zstd_level.is_some(),
+        "compression.br_level" => c.br_level.is_some(),
+        "compression.min_length" => c.min_length.is_some(),
+        "budget.max_cpu" => b.max_cpu.is_some(),
+        "budget.max_rate" => b.max_rate.is_some(),
+        "budget.max_memory" => b.max_memory.is_some(),
+        "budget.gather_memory" => b.gather_memory.is_some(),
+        "timeouts.client_body" => flags.timeouts.client_body.is_some(),
+        "tls.listen" => t.listen.is_some(),
+        "tls.cert" => t.cert.is_some(),
+        "tls.key" => t.key.is_some(),
+        _ => false,
     }
 }
 

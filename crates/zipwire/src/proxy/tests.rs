@@ -11,7 +11,7 @@ use zipwire_proxy::{Coding, ProxyConfig, Upstream, UpstreamRoots};
 
 use super::raw::RawConfig;
 use super::typed::DEFAULT_LISTEN;
-use super::{flags, render};
+use super::{flags, load, render};
 use crate::cli::{Cli, Command, ProxyArgs};
 
 const EXAMPLE: &str = include_str!("../../../../zipwire.toml.example");
@@ -643,4 +643,43 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
             .to_string();
         assert!(err.contains(expected), "{flag_list:?}: {err}");
     }
+}
+
+#[test]
+fn an_error_in_a_flag_names_the_command_line_and_one_in_the_file_the_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("ok.toml");
+    std::fs::write(
+        &path,
+        "upstreams = [\"http://127.0.0.1:9000\"]\nthreads = 0\n",
+    )
+    .expect("write");
+    let file = path.to_string_lossy().into_owned();
+    let error = |flag_list: &[&str]| {
+        let mut argv = vec!["-c", file.as_str()];
+        argv.extend_from_slice(flag_list);
+        format!(
+            "{:#}",
+            load(&proxy_args(&argv).expect("flags")).expect_err("refused")
+        )
+    };
+    // The file's own mistake is the file's.
+    assert!(
+        error(&[]).starts_with(&format!("{file}: threads: 0")),
+        "{}",
+        error(&[])
+    );
+    // The flags replace the file's threads, then repeat a listen address.
+    let twice = error(&[
+        "--threads",
+        "1",
+        "--listen",
+        "127.0.0.1:1",
+        "--listen",
+        "127.0.0.1:1",
+    ]);
+    assert!(
+        twice.starts_with("command line: listen[1]: 127.0.0.1:1 is listed twice"),
+        "{twice}"
+    );
 }
