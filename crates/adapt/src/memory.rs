@@ -42,6 +42,17 @@ impl MemoryGate {
         })
     }
 
+    /// Takes `bytes` whatever the cap: for a stream that cannot be refused (a gzip body
+    /// decoded for a client that does not accept gzip has no other form to go out in), so
+    /// that what it holds still counts, and the streams that can be refused are, sooner.
+    pub fn account(&self, bytes: u64) -> Permit {
+        self.shared.in_use.fetch_add(bytes, Ordering::AcqRel);
+        Permit {
+            shared: Arc::clone(&self.shared),
+            bytes,
+        }
+    }
+
     /// Bytes currently held by permits.
     pub fn in_use(&self) -> u64 {
         self.shared.in_use.load(Ordering::Relaxed)
@@ -123,6 +134,17 @@ impl fmt::Debug for Permit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accounted_bytes_count_past_the_cap_and_crowd_out_refusable_ones() {
+        let gate = MemoryGate::new(Some(100));
+        let decoding = gate.account(150);
+        assert_eq!(gate.in_use(), 150);
+        assert!(gate.try_acquire(1).is_none());
+        drop(decoding);
+        assert_eq!(gate.in_use(), 0);
+        assert!(gate.try_acquire(100).is_some());
+    }
 
     #[test]
     fn acquires_up_to_the_cap_and_releases_on_drop() {

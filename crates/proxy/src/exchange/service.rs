@@ -41,7 +41,9 @@ use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
 use crate::decide::negotiate::Coding;
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
-use crate::encode::body::{BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate};
+use crate::encode::body::{
+    gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
+};
 use crate::encode::codings::Codings;
 use crate::encode::throttle::Throttle;
 use crate::error::{ProxyError, Side};
@@ -410,8 +412,8 @@ impl Proxy {
 
     /// Phase 4: decides what to do with the response, rewrites its headers for a client
     /// speaking `version`, and counts the decision. Returns the decision, the flush policy a
-    /// compressed body follows, the memory permit a compressed body holds while it runs, and
-    /// the encoder it runs.
+    /// compressed body follows, the memory permit a compressed or decoded body holds while it
+    /// runs, and the encoder it runs.
     fn response_filter(
         &self,
         request: &RequestFacts,
@@ -460,6 +462,15 @@ impl Proxy {
                 reason: Bypass::AlreadyEncoded,
                 vary: Vary::Unchanged,
             };
+        }
+        if let Decision::Decompress {
+            payload: Payload::Transform,
+        } = decision
+        {
+            // A client that does not accept gzip can get the body in no other form, so the
+            // gate is not asked but told: the decoder's memory counts, and compressing
+            // streams are refused sooner while it is held.
+            permit = Some(self.memory.account(gunzip::STREAM_MEMORY));
         }
         headers::apply(&decision, &mut response.headers, version);
         if response.status == StatusCode::NOT_MODIFIED {

@@ -43,6 +43,76 @@ async fn under_the_memory_cap_responses_compress_and_release_their_memory() {
     assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 0);
 }
 
+/// A gzip body decoded for a client that does not accept gzip counts against the memory
+/// cap while it is held (it took nothing from the gate until 2026-11-27), so a compressing
+/// response that would overrun the cap beside it passes instead.
+#[tokio::test]
+async fn a_decoding_stream_counts_against_the_memory_cap() {
+    use tokio::io::AsyncWriteExt;
+    let go_on = std::sync::Arc::new(tokio::sync::Notify::new());
+    let told = go_on.clone();
+    let page = html(200_000);
+    let gz = zipwire_codec::compress(
+        zipwire_codec::Format::Gzip,
+        zipwire_codec::Level::DEFAULT,
+        &page,
+    );
+    let origin = crate::raw::RawOrigin::start(move |mut conn| {
+        let (told, gz) = (told.clone(), gz.clone());
+        async move {
+            while let Some(head) = conn.read_head().await {
+                let (encoding, body) = if head.starts_with("GET /slow.gz ") {
+                    ("Content-Encoding: gzip\r\n", gz.clone())
+                } else {
+                    ("", html(50_000))
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n{encoding}\
+                     Content-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                let half = body.len() / 2;
+                if conn.stream.write_all(head.as_bytes()).await.is_err()
+                    || conn.stream.write_all(&body[..half]).await.is_err()
+                {
+                    return;
+                }
+                if !encoding.is_empty() {
+                    told.notified().await;
+                }
+                if conn.stream.write_all(&body[half..]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    // Room for one compressing stream (two 64 KiB buffers), not for one beside a decoder.
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.budget.max_memory = Some(200_000);
+    })
+    .await;
+    let client = client();
+    let response = client
+        .request(request("GET", &proxy.url("/slow.gz"), &[]))
+        .await
+        .expect("the decoded response's head");
+    assert!(!response.headers().contains_key("content-encoding"));
+    let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert!(!head.headers.contains_key("content-encoding"), "{head:?}");
+    assert_eq!(body, html(50_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+    go_on.notify_one();
+    let decoded = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("the whole decoded body")
+        .to_bytes();
+    assert_eq!(decoded, page);
+    // Its memory given back, the next response compresses.
+    let (head, _) = fetch(&client, "GET", &proxy.url("/page.html"), GZIP).await;
+    assert_eq!(head.headers["content-encoding"], "gzip");
+}
+
 #[tokio::test]
 async fn over_the_rate_budget_new_responses_pass_until_it_recovers() {
     let origin = Origin::start().await;

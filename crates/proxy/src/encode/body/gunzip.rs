@@ -21,6 +21,11 @@ use super::{recoded_trailers, BodyError, BodyMeter, State};
 /// the connection's write queue: about 1 MiB per stream for a client that stopped reading.
 const DECODE_CHUNK: usize = 64 * 1024;
 
+/// What one decoding stream holds, as counted against `budget.max_memory`: its decode
+/// buffer ([`DECODE_CHUNK`]) and the decoder's state and 32 KiB window (zlib-rs's inflate,
+/// about 40 KiB), rounded up.
+pub const STREAM_MEMORY: u64 = (DECODE_CHUNK + 48 * 1024) as u64;
+
 /// A body that decodes a gzip upstream body for a client that does not accept gzip.
 pub struct DecompressBody<B> {
     inner: B,

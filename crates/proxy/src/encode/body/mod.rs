@@ -33,7 +33,7 @@ use zipwire_codec::DecodeError;
 
 mod compress;
 mod gather;
-mod gunzip;
+pub(crate) mod gunzip;
 
 pub use crate::encode::codings::BodyEncoder;
 pub use compress::CompressBody;
