@@ -88,7 +88,7 @@ impl fmt::Display for DemoError {
                 first,
             } => write!(
                 f,
-                "{scenario}: {mismatches} responses differed from the origin's and {errors} \
+                "{scenario}: {mismatches} responses were not the origin's (status or bytes) and {errors} \
                  requests failed; first: {first}"
             ),
         }
@@ -118,6 +118,10 @@ impl std::error::Error for DemoError {
 /// [`DemoError::Wrong`] as soon as a scenario saw a response that was not the origin's bytes
 /// (after decoding) or a failed request; the other variants when a part cannot start.
 pub async fn run_demo(options: DemoOptions) -> Result<DemoReport, DemoError> {
+    // Client, proxy and origin share this process: each connection takes four descriptors
+    // (the client's, the proxy's two, the origin's), twice the proxy's own two. Under the
+    // usual soft limit of 1,024, 200 connections failed with 502s until 2026-11-27.
+    zipwire_proxy::raise_open_files(options.connections.saturating_mul(2));
     let site = Arc::new(Site::generate());
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await

@@ -413,7 +413,9 @@ where
 /// upstream one) and some room (listeners, logs, certificate files), within the hard limit,
 /// as HAProxy sizes its own from `maxconn`: the usual soft limit of 1,024 refused connections
 /// (`EMFILE`, "Too many open files") long before the default `max_connections` of 10,000.
-fn raise_open_files(max_connections: usize) {
+/// [`run_blocking`] calls it; a program that runs a [`Server`] on a runtime of its own calls
+/// it first.
+pub fn raise_open_files(max_connections: usize) {
     #[cfg(unix)]
     {
         use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
