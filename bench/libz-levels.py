@@ -25,6 +25,11 @@ SLICE = 8 << 20
 CHILD = r"""
 import json, os, sys, time, zlib
 paths, slice_ = json.loads(sys.argv[1]), int(sys.argv[2])
+# ld.so skips a library it cannot preload with a warning only: the "library" columns would
+# be the system zlib's again.
+lib = os.environ.get("LD_PRELOAD")
+if lib and os.path.realpath(lib) not in open("/proc/self/maps").read():
+    sys.exit(f"{lib} was not loaded")
 data = [open(p, "rb").read(slice_) for p in paths]
 out = {}
 for level in range(1, 10):
@@ -58,7 +63,10 @@ def run(paths, preload):
         env["LD_PRELOAD"] = LIB
     res = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(paths), str(SLICE)],
-        env=env, check=True, capture_output=True, text=True)
+        env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        side = "library" if preload else "system zlib"
+        sys.exit(f"libz-levels.py: the {side} run failed: {res.stderr.strip()[-2000:]}")
     return {int(k): v for k, v in json.loads(res.stdout).items()}
 
 

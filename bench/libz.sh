@@ -55,7 +55,10 @@ cleanup() {
     ip netns del "$NS_B" 2> /dev/null || true
     rm -rf "$TMP"
 }
-trap cleanup EXIT INT TERM
+# An INT or TERM trap that returns lets bash go on with the next command (with $TMP gone):
+# those signals exit, and the EXIT trap cleans up.
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # --- data: SIZE bytes of large/ (text and a tar), and of incompressible/ --------------------
 python3 - "$CORPUS" "$SIZE" "$TMP" << 'PY'
@@ -260,7 +263,14 @@ CONF
     [ "$2" = 1 ] && env+=("LD_PRELOAD=$LIB")
     env "${env[@]}" taskset -c "$NGINX_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/nginx-error.log" &
     local pid=$!
+    PIDS+=("$pid")
     sleep 1
+    if [ "$2" = 1 ] && ! grep -qF "$(realpath "$LIB")" "/proc/$pid/maps" 2> /dev/null; then
+        # ld.so skips a library it cannot preload with a warning only: the row would be the
+        # system zlib's twice.
+        echo "libz.sh: nginx did not load $LIB" >&2
+        exit 1
+    fi
     local gz
     gz=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" | wc -c)
     local out

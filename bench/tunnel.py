@@ -214,6 +214,10 @@ def main():
     zipwire = os.environ["ZIPWIRE"]
     tmp = tempfile.mkdtemp(prefix="zw-tunnel-bench-")
     procs = []
+    # The cleanup below runs on an exception only: SIGTERM (a timeout, a cancelled CI job)
+    # and SIGHUP become one, or the namespaces, sshd and the tunnels outlive the run.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     try:
         setup_net()
         start_services(tmp, zipwire, procs)
