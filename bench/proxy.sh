@@ -403,8 +403,10 @@ measure() {
         <<< "$(sed -E -e 's/^zipwire-bench //' -e 's/[a-z_]+=//g' <<< "$summary")"
     if ((socket_errors + status_errors > 0)); then
         echo "note: $proxy, $conns conns, $label: $socket_errors socket errors," \
-            "$status_errors non-2xx/3xx responses" >&2
+            "$status_errors non-2xx/3xx responses (not counted as hits)" >&2
     fi
+    # A proxy answering errors fast must not score them as hits.
+    requests=$((requests - status_errors))
     local bytes_in=$((in_after - in_before))
     local numbers
     numbers=$(awk -v r="$requests" -v bout="$bytes" -v bin="$bytes_in" \
