@@ -8,8 +8,6 @@
 use std::error::Error;
 use std::fmt;
 use std::net::SocketAddr;
-use std::ops::RangeInclusive;
-use std::time::Duration;
 
 use http::HeaderValue;
 use zipwire_codec::Level;
@@ -18,8 +16,12 @@ use zipwire_proxy::{
     TypePattern, Upstream, UpstreamRoots, ZstdLevel,
 };
 
-use crate::proxy::raw::{Quantity, RawCache, RawConfig, RawHttp2, RawTls};
+use crate::proxy::raw::{RawCache, RawConfig, RawHttp2, RawTls};
 use crate::value;
+
+mod values;
+
+use values::{at, duration, int_in, positive_duration, size, size_in};
 
 /// The smallest `budget.max_memory`: below it not even one stream's buffers fit (a 64 KiB
 /// call, its output and the encoder), and every response would pass uncompressed with the
@@ -526,28 +528,6 @@ fn is_tchar(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-fn at<T>(key: impl Into<String>, result: Result<T, String>) -> Result<T, ConfigError> {
-    result.map_err(|problem| ConfigError::new(key, problem))
-}
-
-fn int_in<T: TryFrom<i64>>(
-    key: &str,
-    n: i64,
-    range: RangeInclusive<i64>,
-    what: &str,
-) -> Result<T, ConfigError> {
-    let out_of_range = || {
-        ConfigError::new(
-            key,
-            format!("{n} is not {what} {}-{}", range.start(), range.end()),
-        )
-    };
-    if !range.contains(&n) {
-        return Err(out_of_range());
-    }
-    T::try_from(n).map_err(|_| out_of_range())
-}
-
 /// `[cache]`: present means on, in `revalidate` mode unless `mode` says otherwise.
 fn cache(raw: &RawCache) -> Result<CacheSettings, ConfigError> {
     let mut cache = CacheSettings {
@@ -592,61 +572,4 @@ fn cache(raw: &RawCache) -> Result<CacheSettings, ConfigError> {
         cache.lock_timeout = duration("cache.lock_timeout", timeout)?;
     }
     Ok(cache)
-}
-
-fn size(key: &str, quantity: &Quantity) -> Result<u64, ConfigError> {
-    match quantity {
-        Quantity::Int(n) => {
-            u64::try_from(*n).map_err(|_| ConfigError::new(key, format!("{n} is negative")))
-        }
-        Quantity::Float(x) => Err(ConfigError::new(
-            key,
-            format!("{x} is not a whole number of bytes"),
-        )),
-        Quantity::Text(text) => at(key, value::parse_size(text)),
-    }
-}
-
-fn size_in(key: &str, quantity: &Quantity, range: RangeInclusive<u64>) -> Result<u64, ConfigError> {
-    let bytes = size(key, quantity)?;
-    if range.contains(&bytes) {
-        return Ok(bytes);
-    }
-    let problem = if *range.end() == u64::MAX {
-        format!(
-            "{} is below the minimum of {}",
-            value::format_size(bytes),
-            value::format_size(*range.start())
-        )
-    } else {
-        format!(
-            "{} is not within {}-{}",
-            value::format_size(bytes),
-            value::format_size(*range.start()),
-            value::format_size(*range.end())
-        )
-    };
-    Err(ConfigError::new(key, problem))
-}
-
-fn duration(key: &str, quantity: &Quantity) -> Result<Duration, ConfigError> {
-    match quantity {
-        Quantity::Text(text) => at(key, value::parse_duration(text)),
-        Quantity::Int(n) => Err(ConfigError::new(
-            key,
-            format!("{n} has no unit: write a string like \"{n}s\" or \"{n}ms\""),
-        )),
-        Quantity::Float(x) => Err(ConfigError::new(
-            key,
-            format!("{x} has no unit: write a string like \"250ms\" or \"10s\""),
-        )),
-    }
-}
-
-fn positive_duration(key: &str, quantity: &Quantity) -> Result<Duration, ConfigError> {
-    let duration = duration(key, quantity)?;
-    if duration.is_zero() {
-        return Err(ConfigError::new(key, "must be longer than zero"));
-    }
-    Ok(duration)
 }
