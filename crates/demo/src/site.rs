@@ -303,6 +303,12 @@ where
                 let stream = match accepted {
                     Ok((stream, _)) => stream,
                     Err(error) if is_transient(&error) => continue,
+                    Err(error) if out_of_descriptors(&error) => {
+                        // The connection waits in the queue; closing the listener would
+                        // reset every one there (and end the demo's origin).
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
                     Err(error) => return Err(error),
                 };
                 // Latency matters more than packet count for small responses.
@@ -323,6 +329,12 @@ where
     }
     connections.shutdown().await;
     Ok(())
+}
+
+/// `EMFILE` or `ENFILE` (23 and 24 on Linux and the BSDs): no descriptor for the accepted
+/// connection until one is closed.
+fn out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(23 | 24))
 }
 
 fn is_transient(error: &io::Error) -> bool {
