@@ -163,18 +163,21 @@ fn proxy_without_upstream_fails_with_a_clear_message() {
     assert!(stderr.contains("upstream"), "{stderr}");
 }
 
+/// Runs `command` (a `zipwire demo`), checks that it succeeded and found no mismatch, and
+/// returns its standard output and error.
+fn demo_passes(command: &mut Command) -> (String, String) {
+    let output = command.output().expect("run demo");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
+    (stdout, stderr)
+}
+
 #[test]
 fn demo_runs_every_scenario_and_checks_every_response() {
-    let output = zipwire()
-        .args(["demo", "--seconds", "0.3", "--connections", "2"])
-        .output()
-        .expect("run demo");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (stdout, stderr) =
+        demo_passes(zipwire().args(["demo", "--seconds", "0.3", "--connections", "2"]));
     for row in [
         "compression off",
         "zipwire level 1",
@@ -184,10 +187,9 @@ fn demo_runs_every_scenario_and_checks_every_response() {
     ] {
         assert!(stdout.contains(row), "missing {row}:\n{stdout}");
     }
-    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
     assert!(stdout.contains("zipwire proxy --listen"), "{stdout}");
     // The access log stays out of the demo's output unless asked for.
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("access"));
+    assert!(!stderr.contains("access"));
 }
 
 /// Client, proxy and origin share the demo's process, four descriptors per connection: under
@@ -195,20 +197,13 @@ fn demo_runs_every_scenario_and_checks_every_response() {
 /// the demo raised the limit as `zipwire proxy` does.
 #[test]
 fn demo_with_many_connections_fits_the_usual_open_files_limit() {
-    let output = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -S -n 1024 && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_zipwire"))
-        .args(["demo", "--seconds", "0.3", "--connections", "300"])
-        .output()
-        .expect("run demo");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    demo_passes(
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -S -n 1024 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_zipwire"))
+            .args(["demo", "--seconds", "0.3", "--connections", "300"]),
     );
-    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
 }
 
 /// The payload of a chunked body (RFC 9112 §7.1), its last chunk included.

@@ -125,10 +125,6 @@ fn weak(tag: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::key::Selected;
-    use crate::cache::store::StoredBody;
-    use http::StatusCode;
-    use std::sync::Arc;
     use std::time::Duration;
 
     fn heads(lines: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -140,23 +136,7 @@ mod tests {
     }
 
     fn entry(lines: &[(&'static str, &'static str)]) -> Entry {
-        Entry {
-            status: StatusCode::OK,
-            headers: heads(lines),
-            selected: Selected::new(&HeaderMap::new(), &HeaderMap::new(), true),
-            response_time: SystemTime::UNIX_EPOCH,
-            initial_age: Duration::ZERO,
-            lifetime: Duration::ZERO,
-            shared_with_credentials: false,
-            body: StoredBody {
-                as_sent: Some(bytes::Bytes::from_static(b"x")),
-                variants: Vec::new(),
-                pending: Vec::new(),
-                length: 1,
-                crc: 0,
-            },
-            hits: Arc::default(),
-        }
+        Entry::for_tests(heads(lines), bytes::Bytes::from_static(b"x"))
     }
 
     #[test]

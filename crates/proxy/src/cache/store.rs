@@ -300,27 +300,38 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(size: usize) -> Arc<Entry> {
-        Arc::new(Entry {
+impl Entry {
+    /// A fresh-looking 200 with `headers` and `body`, stored as sent, for tests.
+    pub(crate) fn for_tests(headers: HeaderMap, body: Bytes) -> Entry {
+        Entry {
             status: StatusCode::OK,
-            headers: HeaderMap::new(),
+            headers,
             selected: Selected::new(&HeaderMap::new(), &HeaderMap::new(), true),
             response_time: SystemTime::UNIX_EPOCH,
             initial_age: Duration::ZERO,
             lifetime: Duration::ZERO,
             shared_with_credentials: false,
             body: StoredBody {
-                as_sent: Some(Bytes::from(vec![b'x'; size])),
+                length: body.len() as u64,
+                as_sent: Some(body),
                 variants: Vec::new(),
                 pending: Vec::new(),
-                length: size as u64,
                 crc: 0,
             },
             hits: Arc::default(),
-        })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(size: usize) -> Arc<Entry> {
+        Arc::new(Entry::for_tests(
+            HeaderMap::new(),
+            Bytes::from(vec![b'x'; size]),
+        ))
     }
 
     /// quick_cache reports a replaced slot as evicted: a new fill of a key, or a swap for its
