@@ -23,19 +23,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use crate::blocks::{BlockDecoder, BlockEncoder, BlockError};
+use crate::blocks::{BlockEncoder, BlockError};
 use crate::cpu_time::Work;
-use crate::frame::{self, FrameError, Head, Method, DATA_HEADER_LEN};
+use crate::frame::{self, FrameError, Method, DATA_HEADER_LEN};
 use crate::handshake::ACCEPT_ZSTD;
 use crate::keepalive::{self, Heard};
 use crate::policy::{Decision, Link, Policy, RawReason, Sent, Signals};
+use crate::shared::choice_for;
 pub use crate::shared::Shared;
-use crate::shared::{accepted, choice_for};
 use crate::tcp_info::LinkProbe;
+
+mod receive;
+
+use receive::receive_loop;
 
 /// Frames the writer's queue holds before the sender waits.
 const QUEUE_FRAMES: usize = 4;
@@ -505,174 +509,6 @@ async fn write_loop<W: AsyncWrite>(
     }
     // Both directions are done (or aborted): close TLS cleanly.
     tunnel.shutdown().await.map_err(RelayError::Tunnel)
-}
-
-/// Frames read from the tunnel, buffered.
-struct FrameReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    pos: usize,
-}
-
-impl<R: AsyncRead + Unpin> FrameReader<R> {
-    /// Makes at least `need` unread bytes available; false at the end of the stream.
-    async fn fill(&mut self, need: usize) -> io::Result<bool> {
-        while self.buf.len() - self.pos < need {
-            if self.pos > 0 && self.pos * 2 >= self.buf.len() {
-                self.buf.drain(..self.pos);
-                self.pos = 0;
-            }
-            self.buf.reserve(need.max(64 * 1024));
-            if self.inner.read_buf(&mut self.buf).await? == 0 {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    fn unread(&self) -> &[u8] {
-        &self.buf[self.pos..]
-    }
-
-    /// The next frame's head and its length, reading as much as it takes; `None` where the
-    /// stream ended cleanly between frames. A stream that ends inside a frame is the peer
-    /// vanishing.
-    async fn next_head(&mut self) -> Result<Option<(Head, usize)>, RelayError> {
-        loop {
-            if let Some(parsed) = frame::parse_head(self.unread()).map_err(RelayError::Frame)? {
-                return Ok(Some(parsed));
-            }
-            let want = self.unread().len() + 1;
-            if !self.fill(want).await.map_err(tunnel_read_error)? {
-                return if self.unread().is_empty() {
-                    Ok(None)
-                } else {
-                    Err(RelayError::PeerVanished)
-                };
-            }
-        }
-    }
-}
-
-async fn receive_loop<R: AsyncRead>(
-    tunnel: tokio::io::ReadHalf<R>,
-    local: Local,
-    tx: mpsc::Sender<Outgoing>,
-    (heard, shared): (Arc<Heard>, Arc<Shared>),
-) -> Result<(), RelayError> {
-    let accepts = shared.accepts();
-    let mut reader = FrameReader {
-        inner: tunnel,
-        buf: Vec::new(),
-        pos: 0,
-    };
-    let mut decoder = BlockDecoder::new();
-    let mut out = Vec::new();
-    let result = async {
-        loop {
-            let Some((head, used)) = reader.next_head().await? else {
-                return Err(RelayError::PeerVanished);
-            };
-            heard.frame();
-            let header = match head {
-                Head::End => {
-                    reader.pos += used;
-                    local.shutdown_write().map_err(RelayError::LocalWrite)?;
-                    return Ok(());
-                }
-                Head::Abort(reason) => return Err(RelayError::PeerAborted(reason)),
-                Head::Ping => {
-                    reader.pos += used;
-                    // A full queue means frames are going to the peer anyway.
-                    let _ = tx.try_send(Outgoing::Pong);
-                    continue;
-                }
-                Head::Pong => {
-                    reader.pos += used;
-                    continue;
-                }
-                Head::Data(header) => header,
-            };
-            if !accepted(header.method.codec, accepts) {
-                return Err(RelayError::Frame(FrameError::NotAccepted(header.method)));
-            }
-            let frame_len = used + header.payload_len as usize;
-            if !reader.fill(frame_len).await.map_err(tunnel_read_error)? {
-                return Err(RelayError::PeerVanished);
-            }
-            let payload = &reader.unread()[used..frame_len];
-            let start = Instant::now();
-            out.clear();
-            decoder
-                .decode(&header, payload, &mut out)
-                .map_err(RelayError::Block)?;
-            shared
-                .stats
-                .received(header.method, out.len(), frame_len, start.elapsed());
-            reader.pos += frame_len;
-            // A slow application holds this loop here, and the peer goes unheard meanwhile.
-            heard.deafen();
-            let written = local.write_all(&out).await;
-            heard.undeafen();
-            written.map_err(RelayError::LocalWrite)?;
-        }
-    }
-    .await;
-    if let Err(error) = &result {
-        heard.stop_listening();
-        // Tell the peer, unless it is the one that gave up.
-        if !matches!(
-            error,
-            RelayError::PeerAborted(_) | RelayError::PeerVanished | RelayError::Tunnel(_)
-        ) {
-            let _ = tx.send(Outgoing::Abort(error.to_string())).await;
-        }
-        return result;
-    }
-    // The peer's direction has ended. This loop no longer keeps the writer open: once this
-    // side's sender has ended too, the writer closes TLS, and the peer, reading on as here,
-    // sees the close.
-    let weak = tx.downgrade();
-    drop(tx);
-    let result = after_end(&mut reader, weak, &heard).await;
-    heard.stop_listening();
-    result
-}
-
-/// Reads what follows the peer's end frame, until the peer closes TLS: an abort (its side
-/// failed while this side was still sending) fails the connection, as does a close without
-/// TLS's `close_notify`; pings are answered while the writer is open.
-async fn after_end<R: AsyncRead>(
-    reader: &mut FrameReader<tokio::io::ReadHalf<R>>,
-    tx: mpsc::WeakSender<Outgoing>,
-    heard: &Heard,
-) -> Result<(), RelayError> {
-    loop {
-        let Some((head, used)) = reader.next_head().await? else {
-            return Ok(());
-        };
-        heard.frame();
-        reader.pos += used;
-        match head {
-            Head::Ping => {
-                if let Some(tx) = tx.upgrade() {
-                    let _ = tx.try_send(Outgoing::Pong);
-                }
-            }
-            Head::Pong => {}
-            Head::Abort(reason) => return Err(RelayError::PeerAborted(reason)),
-            Head::End | Head::Data(_) => return Err(RelayError::Frame(FrameError::AfterEnd)),
-        }
-    }
-}
-
-/// A TLS read error: an end without TLS's close_notify is the peer vanishing.
-fn tunnel_read_error(e: io::Error) -> RelayError {
-    if e.kind() == io::ErrorKind::UnexpectedEof {
-        RelayError::PeerVanished
-    } else {
-        RelayError::Tunnel(e)
-    }
 }
 
 #[cfg(test)]
