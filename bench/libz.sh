@@ -21,7 +21,7 @@
 #   CONNS [500]        wrk connections
 #   NGINX_CPU [0]      core nginx is pinned to; wrk runs on LOAD_CPU [1]
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
-#   LIB [target/release/libzipwire_z.so, built if missing]
+#   LIB [target/release/libzipwire_z.versioned.so, built by cargo and crates/libz/link.sh]
 #
 # Needs root (network namespaces, tc, sshd). The machine it ran on is shared: figures move
 # between runs; compare the rows of one run.
@@ -37,7 +37,10 @@ DURATION=${DURATION:-10}
 CONNS=${CONNS:-500}
 NGINX_CPU=${NGINX_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
-LIB=${LIB:-$ROOT/target/release/libzipwire_z.so}
+if [ -z "${LIB:-}" ]; then
+    LIB=$ROOT/target/release/libzipwire_z.versioned.so
+    (cd "$ROOT" && cargo build --release -q -p zipwire-libz && sh crates/libz/link.sh > /dev/null)
+fi
 NS_A=zwlibz-a NS_B=zwlibz-b IP_A=10.78.0.1 IP_B=10.78.0.2
 
 die() { echo "libz.sh: $*" >&2; exit 1; }
@@ -45,7 +48,7 @@ die() { echo "libz.sh: $*" >&2; exit 1; }
 for tool in ip tc scp ssh-keygen wrk nginx curl python3 taskset; do
     command -v "$tool" > /dev/null || [ -x "/usr/sbin/$tool" ] || die "missing $tool"
 done
-[ -f "$LIB" ] || (cd "$ROOT" && cargo build --release -q -p zipwire-libz)
+[ -f "$LIB" ] || die "no $LIB"
 
 TMP=$(mktemp -d)
 PIDS=()

@@ -139,16 +139,20 @@ impl Config {
                     Target::Zlib => format!("{level}=zlib-rs"),
                 })
                 .collect();
-            eprintln!(
+            // One write per line: stderr is unbuffered, and `eprintln!` with arguments may
+            // write a line in pieces, which interleave with those of other processes that
+            // load the library at the same moment (a program and its children).
+            let mut text = format!(
                 "zipwire-libz {}: zlib API served by zipwire (deflate) and zlib-rs (the rest); \
-                 levels {}; adapt {}",
+                 levels {}; adapt {}\n",
                 env!("CARGO_PKG_VERSION"),
                 levels.join(","),
                 if config.adapt { "on" } else { "off" },
             );
             for setting in bad {
-                eprintln!("zipwire-libz: ignored setting {setting:?}");
+                text.push_str(&format!("zipwire-libz: ignored setting {setting:?}\n"));
             }
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
         }
         config
     }

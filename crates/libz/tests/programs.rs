@@ -191,7 +191,7 @@ fn start_sshd(dir: &Path, preload: bool) -> (Server, u16) {
         let maps =
             std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).expect("sshd's maps");
         assert!(
-            maps.contains("libzipwire_z.so"),
+            maps.contains(&*common::library().to_string_lossy()),
             "sshd does not map the library"
         );
     }
@@ -365,6 +365,37 @@ print("round trips", n)
         "the library was not loaded: {stderr}"
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("round trips"));
+}
+
+#[test]
+fn programs_built_against_debians_zlib_load_the_library_without_a_loader_warning() {
+    if !have("/usr/bin/python3", "python3") {
+        return;
+    }
+    // Debian's python3 asks the loader for zlib's symbol versions (ZLIB_1.2.0 and later). The
+    // library as link.sh makes it has them; cargo's cdylib, whose version script rustc writes,
+    // has none, and the loader says so on the program's stderr (the reason link.sh exists).
+    let run = |library: &Path| {
+        let out = Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import zlib; assert zlib.decompress(zlib.compress(b'x' * 999)) == b'x' * 999",
+            ])
+            .env("LD_PRELOAD", library)
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert_eq!(run(&common::library()), "", "the linked library");
+    assert!(
+        run(&common::cargo_cdylib()).contains("no version information available"),
+        "cargo's cdylib was expected to lack the versions"
+    );
 }
 
 #[test]

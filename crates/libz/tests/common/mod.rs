@@ -5,18 +5,46 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-/// The `libzipwire_z.so` cargo built beside this test binary.
+/// The library as docs/libz.md installs it: `crates/libz/link.sh` run over the static library
+/// cargo built beside this test binary (with the cdylib), once per test process.
 pub fn library() -> PathBuf {
+    static LINKED: OnceLock<PathBuf> = OnceLock::new();
+    LINKED
+        .get_or_init(|| {
+            let dir = built_dir("libzipwire_z.a");
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("link.sh");
+            let out = Command::new("sh")
+                .arg(&script)
+                .arg(&dir)
+                .output()
+                .expect("run link.sh");
+            assert!(
+                out.status.success(),
+                "link.sh: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            dir.join("libzipwire_z.versioned.so")
+        })
+        .clone()
+}
+
+/// The cdylib as cargo links it: rustc's own version script, so without zlib's symbol versions.
+pub fn cargo_cdylib() -> PathBuf {
+    built_dir("libzipwire_z.so").join("libzipwire_z.so")
+}
+
+/// The directory beside this test binary where cargo put `name`.
+fn built_dir(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let deps = exe.parent().expect("the test binary lies in a directory");
     for dir in [deps, deps.parent().unwrap_or(deps)] {
-        let lib = dir.join("libzipwire_z.so");
-        if lib.is_file() {
-            return lib;
+        if dir.join(name).is_file() {
+            return dir.to_path_buf();
         }
     }
-    panic!("libzipwire_z.so not found beside {}", exe.display());
+    panic!("{name} not found beside {}", exe.display());
 }
 
 /// A directory holding `libz.so.1` → the library, for `-Wl,-rpath` or `LD_LIBRARY_PATH`.
