@@ -13,6 +13,7 @@ binary), ZIPWIRE_CORPUS, WORK (scratch directory, default a new one under /tmp).
 import hashlib
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -78,12 +79,26 @@ def measure(commands, stdin_path, out_dir, rounds):
 
 
 def main():
+    # A scratch directory of our own (the slice and every output) goes whatever happens: a
+    # failed check exits through sys.exit, Ctrl-C through KeyboardInterrupt, a kill through
+    # this handler.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    scratch = not os.environ.get("WORK")
+    work = os.environ.get("WORK") or tempfile.mkdtemp(prefix="zipwire-bench-cli-")
+    try:
+        bench(work)
+    finally:
+        if scratch:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(work):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     corpus = os.environ.get("ZIPWIRE_CORPUS", os.path.join(root, "..", "shared", "corpus"))
     size = int(os.environ.get("SIZE", "100000000"))
     rounds = int(os.environ.get("ROUNDS", "3"))
     zw = os.environ.get("ZIPWIRE", os.path.join(root, "target", "release", "zipwire"))
-    work = os.environ.get("WORK") or tempfile.mkdtemp(prefix="zipwire-bench-cli-")
     os.makedirs(work, exist_ok=True)
     plain = os.path.join(work, "slice")
     slice_corpus(corpus, size, plain)
@@ -166,8 +181,6 @@ def main():
     print("# issue 26 bar: zipwire -1 -p2 >= 1.5x igzip -1 -T2 throughput at >= 1.0x its ratio")
     print(f"throughput zipwire -1 -p2 / igzip -1 -T2: {igzip[0] / ours[0]:.3f}x")
     print(f"ratio      zipwire -1 -p2 / igzip -1 -T2: {ours[1] / igzip[1]:.3f}x")
-    if not os.environ.get("WORK"):
-        shutil.rmtree(work)
 
 
 if __name__ == "__main__":
