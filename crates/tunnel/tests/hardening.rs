@@ -271,7 +271,11 @@ async fn keepalive_waits_out_an_application_that_reads_slowly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keepalive_waits_out_an_upload_to_a_slow_target() {
     // The target reads 64 KB every 50 ms: the tunnel server, writing to it, reads the tunnel
-    // no faster and answers no ping meanwhile; the client's queue stays full of data.
+    // no faster and answers no ping meanwhile; the client's queue stays full of data. 8 MB,
+    // more than the kernel buffers between the ends hold (loopback's receive buffer grows to
+    // 6 MB): once every data frame is acknowledged, the client's pings still wait in the
+    // server's receive buffer behind seconds of data, and only the server's unasked pongs
+    // (sent while it writes to the slow target) keep the client from declaring it dead.
     let target = one_shot_target(|mut stream: TcpStream| async move {
         let mut buf = vec![0u8; 64 * 1024];
         let mut total = 0;
@@ -288,7 +292,7 @@ async fn keepalive_waits_out_an_upload_to_a_slow_target() {
     let mut app = TcpStream::connect(pinging_tunnel(target).await)
         .await
         .unwrap();
-    let upload = noise(3 << 20, 7);
+    let upload = noise(8 << 20, 7);
     app.write_all(&upload)
         .await
         .expect("reset during the upload");
