@@ -83,7 +83,8 @@ pub enum ProxyError {
         /// The time it was given.
         after: Duration,
     },
-    /// Every upstream is marked down, or the ones tried could not be connected to.
+    /// No upstream left to try: those tried could not be connected to and the rest are marked
+    /// down (or there are none).
     AllDown,
     /// Connecting to an upstream failed (refused, unreachable, connect timeout). The request
     /// was not sent, so an idempotent one may go to the next upstream.

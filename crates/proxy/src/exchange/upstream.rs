@@ -108,7 +108,7 @@ impl Upstreams {
     ///
     /// # Errors
     ///
-    /// [`ProxyError::AllDown`] when no upstream is up, [`ProxyError::Connect`] when the last
+    /// [`ProxyError::AllDown`] when there is no upstream, [`ProxyError::Connect`] when the last
     /// one tried could not be connected to, [`ProxyError::UpstreamTimeout`] when the response
     /// did not start in time, [`ProxyError::ClientTimeout`] and [`ProxyError::ClientBody`]
     /// when the client's body stalled or failed, [`ProxyError::Upstream`] for any other
@@ -407,7 +407,12 @@ impl Members {
         (&server.scheme, server.authority.clone())
     }
 
-    /// The next server in round-robin order that is up at `now` and not in `tried`.
+    /// The next server in round-robin order that is up at `now` and not in `tried`. When every
+    /// server is marked down, a first attempt (`tried` empty) still goes to the one whose mark
+    /// ends soonest, as nginx forgets its failures once no server is left ("no live
+    /// upstreams"): with one server, a single failed connect (an origin restarting) would
+    /// otherwise answer 502 for all of `down_time` after the origin is back. A retry goes only
+    /// to a server that is up.
     fn pick(&self, now: Instant, tried: &[usize]) -> Option<usize> {
         let count = self.servers.len();
         if count == 0 {
@@ -415,12 +420,15 @@ impl Members {
         }
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let now = self.nanos(now);
-        (0..count)
-            .map(|offset| start.wrapping_add(offset) % count)
-            .find(|&index| {
-                !tried.contains(&index)
-                    && self.servers[index].down_until.load(Ordering::Relaxed) <= now
-            })
+        let down_until = |index: usize| self.servers[index].down_until.load(Ordering::Relaxed);
+        let order = (0..count).map(|offset| start.wrapping_add(offset) % count);
+        let up = order
+            .clone()
+            .find(|&index| !tried.contains(&index) && down_until(index) <= now);
+        if up.is_some() || !tried.is_empty() {
+            return up;
+        }
+        order.min_by_key(|&index| down_until(index))
     }
 
     /// Skips server `index` until `down_time` after `now`.
@@ -480,12 +488,18 @@ mod tests {
     }
 
     #[test]
-    fn all_down_picks_none() {
+    fn all_down_tries_the_one_back_soonest_but_never_retries() {
         let now = Instant::now();
         let members = members(2, now);
-        members.mark_down(0, now);
         members.mark_down(1, now);
-        assert_eq!(members.pick(now + Duration::from_secs(1), &[]), None);
+        members.mark_down(0, now + Duration::from_secs(2));
+        for _ in 0..3 {
+            assert_eq!(members.pick(now + Duration::from_secs(1), &[]), Some(1));
+        }
+        assert_eq!(members.pick(now + Duration::from_secs(1), &[1]), None);
+        let one = self::members(1, now);
+        one.mark_down(0, now);
+        assert_eq!(one.pick(now, &[]), Some(0), "a lone server is always tried");
         let empty = Members::new(&[], Duration::from_secs(10), now);
         assert_eq!(empty.pick(now, &[]), None);
     }

@@ -158,3 +158,23 @@ async fn a_marked_down_upstream_gets_no_requests_until_its_down_time_ends() {
     );
     assert_eq!(live.hits.load(Ordering::SeqCst), 10);
 }
+
+#[tokio::test]
+async fn a_lone_upstream_back_from_a_failed_connect_is_served_at_once() {
+    // An origin restarting: the first request finds nothing listening and marks the only
+    // upstream down. Back a moment later, it must get the next request, not 502s for the
+    // rest of `down_time` (nginx ignores `fail_timeout` for a lone server).
+    let dead = dead_addr().await;
+    let down_time = Duration::from_secs(30);
+    let proxy = Proxy::start(vec![upstream(dead.addr)], |config| {
+        config.down_time = down_time;
+    })
+    .await;
+    let client = client();
+    let (head, _) = fetch(&client, "GET", &proxy.url("/small.txt"), &[]).await;
+    assert_eq!(head.status, 502);
+    let revived = dead.revive();
+    let (head, _) = fetch(&client, "GET", &proxy.url("/small.txt"), &[]).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(revived.hits.load(Ordering::SeqCst), 1);
+}
