@@ -92,14 +92,17 @@ pub fn rewrite_for_decompression(headers: &mut HeaderMap, version: Version) -> F
 }
 
 /// Takes out of a 304 the fields that describe the bytes of the representation it stands
-/// for: `Content-Encoding` and the digests. A cache replaces its stored fields with the
+/// for: `Content-Encoding`, `Content-Length` and the digests. A cache replaces its stored fields with the
 /// 304's (RFC 9111 §3.2, §4.3.4), and the 304 came from the origin's view of the bytes, not
 /// the recoded ones the client stored: an origin's `Content-Encoding: gzip` would relabel the
 /// decoded body a cache holds, its `identity` a gzip one. RFC 9110 §15.4.5 has a 304 send no
 /// such metadata anyway, so a cache that stored the origin's own bytes loses nothing: it keeps
-/// the stored fields the 304 does not carry.
+/// the stored fields the 304 does not carry. A `Content-Length` is allowed only if it equals
+/// the 200's (RFC 9110 §8.6), and the 200 this proxy would send may be recoded, with no length
+/// at all; hyper drops it from an HTTP/1.1 304 anyway, and HTTP/2 sent it on as it came.
 pub fn trim_not_modified(headers: &mut HeaderMap) {
     headers.remove(CONTENT_ENCODING);
+    headers.remove(CONTENT_LENGTH);
     remove_digests(headers);
 }
 
@@ -240,6 +243,22 @@ mod tests {
             .iter()
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
             .collect()
+    }
+
+    #[test]
+    fn a_304_keeps_its_validators_and_loses_what_describes_the_bytes() {
+        let mut headers = map(&[
+            ("etag", "W/\"v7\""),
+            ("vary", "Accept-Encoding"),
+            ("cache-control", "max-age=60"),
+            ("content-encoding", "gzip"),
+            ("content-length", "9000"),
+            ("content-digest", "sha-256=:AAAA:"),
+        ]);
+        trim_not_modified(&mut headers);
+        let mut names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["cache-control", "etag", "vary"]);
     }
 
     #[test]
