@@ -51,7 +51,7 @@ use crate::exchange::checks;
 use crate::exchange::forward::{self, ViaEntries};
 use crate::exchange::outgoing::{AccessLog, ResponseBody};
 use crate::exchange::upgrade;
-use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
+use crate::exchange::upstream::{Chain, Head, UpstreamBody, Upstreams};
 use crate::exchange::versions::{for_http11_upstream, set_version};
 use crate::settings::ProxyConfig;
 use zipwire_adapt::{MemoryGate, Permit};
@@ -611,7 +611,9 @@ impl Proxy {
         self.counters.errors.add(error);
         match side {
             Side::Client => debug!(%error, "request refused"),
-            Side::Upstream => warn!(%error, "upstream failed"),
+            // With its causes: hyper's reason (a connection closed mid-answer, a head with
+            // too many fields) is in the source chain, not in the error's own text.
+            Side::Upstream => warn!(error = %Chain(error), "upstream failed"),
             Side::Internal => tracing::error!(%error, "request failed"),
         }
         let status = error.status();
