@@ -102,7 +102,9 @@ impl Upstreams {
     }
 
     /// Sends a request to the next upstream that is up, and to one more after a connect
-    /// failure when the method is idempotent and the body was not sent. Returns the response
+    /// failure when the method is idempotent and the body was not sent; such a request also
+    /// goes once more, to any upstream, when its connection closes before the answer
+    /// ([`closed_before_answer`]). Returns the response
     /// head and its streaming body. The upstream's time to answer runs from the end of the
     /// request body: a slow upload is the client's time, bounded by the client body timeout.
     ///
@@ -121,8 +123,12 @@ impl Upstreams {
         frame_unknown_length(&mut head.headers, &body);
         let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let replay = Replay::new(body);
-        let attempts = if is_idempotent(&head.method) { 2 } else { 1 };
+        let idempotent = is_idempotent(&head.method);
+        let attempts = if idempotent { 2 } else { 1 };
         let mut tried = Vec::with_capacity(attempts);
+        // One more try, on another connection, for an idempotent request whose connection
+        // closed before the answer (see `closed_before_answer`).
+        let mut closed_retry = idempotent;
         loop {
             let Some(index) = self.members.pick(Instant::now(), &tried) else {
                 return Err(ProxyError::AllDown);
@@ -174,6 +180,17 @@ impl Upstreams {
                     }
                     debug!("retrying on the next upstream");
                 }
+                Ok(Err(error))
+                    if closed_retry
+                        && !last
+                        && replay.is_unsent()
+                        && closed_before_answer(&error) =>
+                {
+                    // The same server may take it: the connection failed, not the server.
+                    closed_retry = false;
+                    tried.pop();
+                    warn!(upstream = %authority, error = %Chain(&error), "connection closed before the answer, retrying");
+                }
                 Ok(Err(error)) => {
                     return Err(match request_body::client_failure(error.into()) {
                         Ok(client) => client,
@@ -186,6 +203,34 @@ impl Upstreams {
             }
         }
     }
+}
+
+/// Whether the upstream closed or reset the connection before any of its answer came: what
+/// an origin that closes idle keep-alive connections (Apache, Node: after 5 s) does when the
+/// close crosses the proxy's next request on that connection. An idempotent request whose
+/// body was not sent may then go again (RFC 9110 §9.2.2), as nginx resends a request that
+/// failed on a kept-alive connection.
+fn closed_before_answer(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            if hyper.is_incomplete_message() {
+                return true;
+            }
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            ) {
+                return true;
+            }
+        }
+        cause = error.source();
+    }
+    false
 }
 
 impl Upstreams {

@@ -144,3 +144,64 @@ async fn forwarded_requests_carry_proxy_headers_and_lose_hop_by_hop_ones() {
     assert!(!seen.contains_key("x-forwarded-for"));
     assert!(!seen.contains_key("via"));
 }
+
+/// An origin that answers one request per connection with keep-alive, then closes the
+/// connection when the next request arrives on it (an idle keep-alive timeout crossing that
+/// request), and counts the requests it answered.
+async fn closing_origin() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = answered.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                for turn in 0..2 {
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    request.clear();
+                    if turn == 1 {
+                        return;
+                    }
+                    count.fetch_add(1, Ordering::SeqCst);
+                    let body = "hello, kept-alive world\n";
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(format!("{head}{body}").as_bytes()).await;
+                }
+            });
+        }
+    });
+    (addr, answered)
+}
+
+#[tokio::test]
+async fn a_get_whose_kept_alive_connection_closes_before_the_answer_is_sent_again() {
+    let (addr, answered) = closing_origin().await;
+    let proxy = Proxy::start(vec![upstream(addr)], |_| {}).await;
+    let client = client();
+    for round in 0..3 {
+        let (head, body) = fetch(&client, "GET", &proxy.url("/page"), &[]).await;
+        assert_eq!(head.status, 200, "request {round}");
+        assert_eq!(body, "hello, kept-alive world\n");
+    }
+    assert_eq!(answered.load(Ordering::SeqCst), 3);
+    // A POST is not idempotent: closed the same way, it is not sent again.
+    let (head, _) = fetch(&client, "POST", &proxy.url("/page"), &[]).await;
+    assert_eq!(head.status, 502);
+}
