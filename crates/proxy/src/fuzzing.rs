@@ -171,7 +171,7 @@ fn check_cache_policy(
         }
         assert_eq!(*method, Method::GET);
         assert_ne!(length, Length::UntilClose);
-        assert!(!directives.no_store && !directives.private);
+        assert!(!directives.no_store && !policy::Privacy::of(response).private);
         assert!(!response.contains_key(http::header::SET_COOKIE));
         assert!(!list::elements(response.get_all(VARY)).any(|member| member == b"*"));
         if request.contains_key(http::header::AUTHORIZATION) {

@@ -16,8 +16,8 @@
 //! `proxy_cache_lock`, Varnish's waiting list): a burst of misses costs the origin one
 //! response and the encoder one compression. The wait ends as soon as the leader's response
 //! turns out not to be storable (its head says so), so an uncacheable resource is not
-//! serialised. When the leader's fill is abandoned instead (its client left, or the
-//! origin's body was cut), the next waiter takes the lead and the others wait for it, all
+//! serialised. When the leader's fill is abandoned instead (its client left, the origin
+//! failed, or its body was cut), the next waiter takes the lead and the others wait for it, all
 //! within their first `lock_timeout`; after that a request goes its own way.
 
 use std::collections::HashMap;
@@ -232,9 +232,20 @@ pub(crate) struct FillLock {
     filling: Arc<Filling>,
     key: String,
     id: u64,
-    /// The fill stopped short (its client left, or the origin's body was cut): the waiters
-    /// pass the lead on instead of all going to the origin.
+    /// The fill stopped short (its client left before or while the answer came, the origin
+    /// failed, or its body was cut): the waiters pass the lead on instead of all going to the
+    /// origin. True until the origin's answer is in ([`FillLock::answered`]): a leader whose
+    /// request is dropped, or fails, before the head arrives never gets to say so.
     abandoned: bool,
+}
+
+impl FillLock {
+    /// The origin's head is in: the response is stored, refused, or handed to a [`Fill`]
+    /// (which marks its lock abandoned again if its body stops short), and the waiters look
+    /// again rather than lead a new fill.
+    pub(crate) fn answered(&mut self) {
+        self.abandoned = false;
+    }
 }
 
 impl Filling {
@@ -271,7 +282,7 @@ impl Filling {
             filling: self.clone(),
             key: key.to_owned(),
             id,
-            abandoned: false,
+            abandoned: true,
         })
     }
 
@@ -320,6 +331,8 @@ mod tests {
         );
         let waited = tokio::time::timeout(Duration::from_millis(50), first.changed()).await;
         assert!(waited.is_err(), "no wake while the leader fills");
+        let mut lock = lock;
+        lock.answered();
         drop(lock);
         for waiter in [&mut first, &mut second] {
             let woken = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
@@ -336,13 +349,13 @@ mod tests {
     #[tokio::test]
     async fn waiters_learn_that_a_fill_was_abandoned() {
         let filling = Arc::new(Filling::default());
-        let Turn::Lead(mut lock) = filling.turn("h /a") else {
+        let Turn::Lead(lock) = filling.turn("h /a") else {
             panic!("the first request leads");
         };
         let Turn::Wait(mut waiter) = filling.turn("h /a") else {
             panic!("the second waits");
         };
-        lock.abandoned = true;
+        // Dropped before the origin answered: its client left, or the origin failed.
         drop(lock);
         let _ = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
         assert!(

@@ -214,6 +214,40 @@ pub(crate) fn response_directives(headers: &HeaderMap) -> (Directives, bool) {
     }
 }
 
+/// Whose a response is: `private` (for one user: a shared cache keeps none of it) and the
+/// fields a qualified `private="..."` names (kept out of what is stored, RFC 9111 §5.2.2.7).
+/// From the directives that apply ([`response_directives`]) and, unless `CDN-Cache-Control`
+/// replaces it, from `Cache-Control` too: `Surrogate-Control` says how long a surrogate keeps
+/// a response, not whose it is, so a `private` in `Cache-Control` still holds beside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Privacy {
+    /// Only the user it answered may have it.
+    pub(crate) private: bool,
+    /// Fields only that user may have.
+    pub(crate) fields: Vec<HeaderName>,
+}
+
+impl Privacy {
+    /// Reads it from a response's fields.
+    pub(crate) fn of(headers: &HeaderMap) -> Privacy {
+        let (applying, _) = response_directives(headers);
+        let mut privacy = Privacy {
+            private: applying.private,
+            fields: applying.private_fields,
+        };
+        if !headers.contains_key(CDN_CACHE_CONTROL) && headers.contains_key(CACHE_CONTROL) {
+            let cache_control = Directives::parse(headers, &CACHE_CONTROL);
+            privacy.private |= cache_control.private;
+            for name in cache_control.private_fields {
+                if !privacy.fields.contains(&name) {
+                    privacy.fields.push(name);
+                }
+            }
+        }
+        privacy
+    }
+}
+
 /// What the request asks of the cache (§5.2.1, and `Pragma: no-cache` without
 /// `Cache-Control`, §5.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -310,14 +344,13 @@ pub(crate) fn storable(
     let (directives, expires_applies) = response_directives(response);
     // `Surrogate-Control` tells a surrogate how long to keep a response (a `no-store` for
     // browsers with `max-age` for the surrogate is its use), not whose it is: `private` in
-    // `Cache-Control` still keeps it out, as Fastly's default VCL passes any response that
-    // says `private`. Only `CDN-Cache-Control` replaces `Cache-Control` whole (RFC 9213 §2.1).
-    let private = !response.contains_key(CDN_CACHE_CONTROL)
-        && Directives::parse(response, &CACHE_CONTROL).private;
+    // `Cache-Control` still keeps it out ([`Privacy`]), as Fastly's default VCL passes any
+    // response that says `private`. Only `CDN-Cache-Control` replaces `Cache-Control` whole
+    // (RFC 9213 §2.1).
     if directives.no_store || Directives::parse(request, &CACHE_CONTROL).no_store {
         return Err(NotStored::NoStore);
     }
-    if directives.private || private {
+    if Privacy::of(response).private {
         return Err(NotStored::Private);
     }
     // §4.1: the selecting fields are those of the request that was answered. A field the

@@ -19,7 +19,7 @@ use zipwire_codec::Limits;
 
 use crate::cache::fill::{Fill, FillLock, Turn};
 use crate::cache::key::{self, Selected};
-use crate::cache::policy::{self, Length, RequestRules};
+use crate::cache::policy::{self, Length, Privacy, RequestRules};
 use crate::cache::revalidate;
 use crate::cache::store::{Entry, StoredBody, Variant};
 use crate::cache::{variant, Cache, CacheCounters, CacheMode};
@@ -215,7 +215,7 @@ impl Cache {
         request: &Parts,
         response: Response<UpstreamBody>,
     ) -> After {
-        let using = match lookup {
+        let mut using = match lookup {
             Lookup::Bypass => return After::Forward(response, None),
             Lookup::Invalidate { key } => {
                 self.invalidate(&key, response.status(), response.headers());
@@ -223,6 +223,9 @@ impl Cache {
             }
             Lookup::Use(using) => using,
         };
+        if let Some(lock) = &mut using.lock {
+            lock.answered();
+        }
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED && using.conditional {
             if let Some(entry) = &using.entry {
@@ -291,7 +294,7 @@ impl Cache {
         let mut headers = response.headers().clone();
         forward::strip_hop_by_hop(&mut headers);
         let (directives, _) = policy::response_directives(&headers);
-        for name in &directives.private_fields {
+        for name in &Privacy::of(&headers).fields {
             headers.remove(name);
         }
         let now = self.settings.clock.now();
@@ -422,7 +425,11 @@ impl Cache {
         // RFC 9111 §1.2.2: an age past 2^31 seconds is sent as 2^31.
         let age = entry.age(self.settings.clock.now()).as_secs().min(1 << 31);
         headers.insert(AGE, HeaderValue::from(age));
-        if revalidate::client_not_modified(&request.headers, &headers) {
+        // RFC 9110 §13.2.1: the client's preconditions count only where the answer would be
+        // 2xx; a stored 404 or 301 is sent as it is (a browser must not keep showing a page
+        // the origin has since removed).
+        if entry.status.is_success() && revalidate::client_not_modified(&request.headers, &headers)
+        {
             headers.remove(CONTENT_LENGTH);
             return Ok(Served {
                 status: StatusCode::NOT_MODIFIED,
@@ -502,12 +509,13 @@ impl Cache {
     /// `Set-Cookie` went into the stored response, and to everyone served from it.
     fn shareable(&self, served: &Entry) -> Option<Option<Entry>> {
         let (directives, _) = policy::response_directives(&served.headers);
-        if directives.private || directives.no_store {
+        let privacy = Privacy::of(&served.headers);
+        if privacy.private || directives.no_store {
             return None;
         }
         let cookie = !self.settings.store_set_cookie && served.headers.contains_key(SET_COOKIE);
-        let private = directives
-            .private_fields
+        let private = privacy
+            .fields
             .iter()
             .any(|name| served.headers.contains_key(name));
         if !cookie && !private {
@@ -517,7 +525,7 @@ impl Cache {
         if cookie {
             shared.headers.remove(SET_COOKIE);
         }
-        for name in &directives.private_fields {
+        for name in &privacy.fields {
             shared.headers.remove(name);
         }
         Some(Some(shared))

@@ -22,9 +22,13 @@ use zipwire_proxy::{CacheMode, Clock};
 
 use crate::support::{client, fetch, gunzip, html, upstream, Proxy, TestClient};
 
+mod privacy;
+
 /// What the scripted origin answers: one representation, with its headers; it answers a
 /// matching `If-None-Match` with a 304 carrying `not_modified` headers.
 struct Script {
+    /// The status of the full answer (200 unless a test says otherwise).
+    status: StatusCode,
     headers: Vec<(&'static str, String)>,
     body: Bytes,
     etag: Option<String>,
@@ -61,6 +65,7 @@ impl Scripted {
         let (clock, time) = TestClock::new();
         let script = Arc::new(Mutex::new(Script {
             clock: time.clone(),
+            status: StatusCode::OK,
             headers: headers.iter().map(|&(n, v)| (n, v.to_owned())).collect(),
             body: Bytes::from(html(20_000)),
             etag: etag.map(str::to_owned),
@@ -155,6 +160,7 @@ fn answer(script: &Script, request: &Request<Incoming>) -> Response<Full<Bytes>>
         headers.append(*name, HeaderValue::from_str(value).expect("valid"));
     }
     headers.insert("content-type", HeaderValue::from_static("text/html"));
+    *response.status_mut() = script.status;
     let mut body = script.body.to_vec();
     if script.by_language {
         let language = request.headers().get("accept-language");

@@ -388,6 +388,52 @@ async fn when_the_leaders_client_leaves_one_waiter_takes_over() {
 }
 
 #[tokio::test]
+async fn when_the_leaders_client_leaves_before_the_answer_one_waiter_takes_over() {
+    // The leader's client goes while the origin is still working on the answer: its request
+    // ends before any head came, and the five waiting must not all go to the origin.
+    let delay = Duration::from_millis(2_000);
+    let origin = RawOrigin::start(Framing::Length, "max-age=60", delay).await;
+    let proxy = proxy(&origin, |config| {
+        config.timeouts.upstream_response = Duration::from_secs(10);
+    })
+    .await;
+    let client = client();
+    let url = proxy.url("/page");
+    let leader = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits() < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the leader did not reach the origin"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let waiters: Vec<_> = (0..5)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
+        })
+        .collect();
+    while proxy.stats.cache.coalesced.load(Ordering::SeqCst) < 5 {
+        assert!(Instant::now() < deadline, "the five did not line up");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    leader.abort();
+    for waiter in waiters {
+        let (parts, gzipped) = waiter.await.expect("the waiter's task");
+        assert_eq!(parts.status, 200);
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    }
+    // The leader's request and the one the first waiter led; until 2026-11-27 the lock went
+    // as if the response had been refused, and all five asked the origin (six requests).
+    assert_eq!(origin.hits(), 2);
+    assert_eq!(stores(&proxy), 1);
+}
+
+#[tokio::test]
 async fn misses_of_an_uncacheable_resource_are_not_serialised() {
     let origin = RawOrigin::start(Framing::Length, "private", DELAY).await;
     let proxy = proxy(&origin, |_| {}).await;

@@ -214,6 +214,39 @@ fn admission_follows_rfc_9111_section_3() {
 }
 
 #[test]
+fn privacy_reads_cache_control_beside_surrogate_control_but_not_beside_cdn_cache_control() {
+    let of = |lines| Privacy::of(&heads(lines));
+    let names = |privacy: &Privacy| -> Vec<String> {
+        privacy
+            .fields
+            .iter()
+            .map(|n| n.as_str().to_owned())
+            .collect()
+    };
+    let plain = of(&[("cache-control", "private=\"x-a\", max-age=60")]);
+    assert_eq!(
+        (plain.private, names(&plain)),
+        (false, vec!["x-a".to_owned()])
+    );
+    let beside = of(&[
+        ("surrogate-control", "max-age=60"),
+        ("cache-control", "private=\"x-a, x-b\""),
+    ]);
+    assert_eq!(names(&beside), ["x-a", "x-b"]);
+    let private = of(&[
+        ("surrogate-control", "max-age=60"),
+        ("cache-control", "private"),
+    ]);
+    assert!(private.private);
+    // CDN-Cache-Control replaces Cache-Control whole (RFC 9213 §2.1).
+    let cdn = of(&[
+        ("cdn-cache-control", "max-age=60"),
+        ("cache-control", "private, private=\"x-a\""),
+    ]);
+    assert_eq!(cdn, Privacy::default());
+}
+
+#[test]
 fn surrogate_control_overrides_cache_control_where_it_speaks_to_this_cache() {
     let read = |lines| response_directives(&heads(lines));
     let (no_store, expires) = read(&[
