@@ -98,3 +98,28 @@ fn adaptive_option_keeps_the_contract() {
     assert!(!report.contains("FAIL"), "{report}");
     common::run_ok(Command::new(&system).arg("verify").arg(&out));
 }
+
+/// A program on the system zlib that opens the library privately (`dlopen` with
+/// `RTLD_LOCAL`, as a plugin or ctypes does): the library's calls among its own functions stay
+/// inside it (`link.sh` binds them with `-Bsymbolic-functions`); bound through the symbol
+/// table they reached the system's `deflateInit2_`, whose stream the library's `deflate`
+/// refused.
+#[test]
+fn a_program_on_the_system_zlib_can_open_the_library_privately() {
+    if !common::have_cc_and_zlib_h() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let program = common::build_c("private_load.c", tmp.path(), Link::System);
+    let out = Command::new(&program)
+        .arg(common::library())
+        .arg(tmp.path().join("printed.gz"))
+        .output()
+        .expect("run private_load");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim() == "ok",
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

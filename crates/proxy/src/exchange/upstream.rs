@@ -456,8 +456,8 @@ impl Members {
     /// server is marked down, a first attempt (`tried` empty) still goes to the one whose mark
     /// ends soonest, as nginx forgets its failures once no server is left ("no live
     /// upstreams"): with one server, a single failed connect (an origin restarting) would
-    /// otherwise answer 502 for all of `down_time` after the origin is back. A retry goes only
-    /// to a server that is up.
+    /// otherwise answer 502 for all of `down_time` after the origin is back. A retry after a
+    /// connect failure (`tried` holds the server that failed) goes only to a server that is up.
     fn pick(&self, now: Instant, tried: &[usize]) -> Option<usize> {
         let count = self.servers.len();
         if count == 0 {
