@@ -38,7 +38,9 @@ pub(crate) fn step(
     throttle: &Throttle,
 ) -> BudgetState {
     let busy = Duration::from_nanos(counters.compression.busy_nanos.load(Ordering::Relaxed));
-    let bytes = counters.compression.bytes_in.load(Ordering::Relaxed);
+    // Bytes compressed, not those the streams it stepped down store: those would keep the
+    // rate over its limit for as long as a long stream runs.
+    let bytes = counters.compression.worked_in.load(Ordering::Relaxed);
     let before = budget.state();
     let state = budget.observe(now, busy, bytes);
     if state != before {
@@ -83,6 +85,33 @@ mod tests {
             .busy_nanos
             .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
         meter.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        meter.worked_in.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn stored_bytes_of_stepped_down_streams_do_not_keep_the_rate_throttled() {
+        let limits = BudgetLimits {
+            max_rate: Some(100_000),
+            ..BudgetLimits::default()
+        };
+        let (counters, throttle) = (Counters::default(), Throttle::default());
+        let mut budget = start(spec(&limits).expect("limited"), &counters, &throttle);
+        let began = Instant::now();
+        add_work(&counters, Duration::from_millis(1), 500_000);
+        let state = step(&mut budget, began + TICK, &counters, &throttle);
+        assert_eq!(state, BudgetState::Throttled(ThrottleReason::Rate));
+        // A long stream runs on stepped down: a megabyte a tick goes through it, stored.
+        let mut state = state;
+        for tick in 2..=40u32 {
+            let meter = &counters.compression;
+            meter.bytes_in.fetch_add(1_000_000, Ordering::Relaxed);
+            state = step(&mut budget, began + TICK * tick, &counters, &throttle);
+        }
+        assert_eq!(
+            state,
+            BudgetState::Open,
+            "compresses again when it recovers"
+        );
     }
 
     #[test]

@@ -360,6 +360,10 @@ fn rejections_name_the_key() {
         ("[budget]\nmax_memory = \"-1k\"", "budget.max_memory: '-1k' is not a size"),
         ("[budget]\ngather_memory = \"1k\"", "budget.gather_memory: 1KiB is below the minimum of 64KiB"),
         ("[budget]\nmax_memory = \"64k\"", "budget.max_memory: 64KiB is below the minimum of 1MiB"),
+        (
+            "[compression]\ncoalesce = \"1MiB\"\n[budget]\nmax_memory = \"1MiB\"",
+            "budget.max_memory: 1048576 bytes cannot hold one compressing response: it takes twice compression.coalesce (1048576 bytes)",
+        ),
         ("[budget]\nhysteresis = 1", "budget.hysteresis: 1 is not a fraction from 0 up to (not including) 1"),
         ("[budget]\nhysteresis = -0.1", "budget.hysteresis: -0.1 is not a fraction"),
         ("[budget]\nwindow = \"0s\"", "budget.window: must be longer than zero"),

@@ -213,6 +213,21 @@ impl TryFrom<RawConfig> for ProxyConfig {
                 MIN_MAX_MEMORY..=u64::MAX,
             )?);
         }
+        // A compressing response takes two calls' worth (its input and its output) of the
+        // gate before it starts; less than that and every response would pass uncompressed,
+        // counted as `budget` bypasses, with nothing else to say why.
+        let coalesce = compression.flush.coalesce as u64;
+        if let Some(max_memory) = budget.max_memory {
+            if max_memory < 2 * coalesce {
+                return Err(ConfigError::new(
+                    "budget.max_memory",
+                    format!(
+                        "{max_memory} bytes cannot hold one compressing response: it takes \
+                         twice compression.coalesce ({coalesce} bytes)"
+                    ),
+                ));
+            }
+        }
         if let Some(gather) = &raw_budget.gather_memory {
             budget.gather_memory = Some(size_in(
                 "budget.gather_memory",

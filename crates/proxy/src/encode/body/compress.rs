@@ -285,13 +285,14 @@ impl<B: Body> CompressBody<B> {
         if let Some(flag) = &self.store_only {
             encoder.step_down(flag.load(Ordering::Relaxed));
         }
+        let stored = encoder.is_storing();
         let result = match call {
             Call::Full => encoder.encode(&self.pending, Flush::Continue, &mut out),
             Call::Pause => encoder.encode(&self.pending, Flush::Sync, &mut out),
             Call::Final => encoder.finish(&self.pending, &mut out),
         };
         self.meter
-            .record(self.pending.len(), out.len(), started.elapsed());
+            .record(self.pending.len(), out.len(), started.elapsed(), stored);
         if call == Call::Final {
             // Nothing more will be gathered: give the buffer back now rather than when the
             // client has read the last frame.

@@ -67,8 +67,12 @@ impl<B> DecompressBody<B> {
             // Bytes after the gzip stream are ignored, as `gzip -d` does with trailing garbage.
             self.input = Bytes::new();
         }
-        self.meter
-            .record(progress.consumed, progress.produced, started.elapsed());
+        self.meter.record(
+            progress.consumed,
+            progress.produced,
+            started.elapsed(),
+            false,
+        );
         Ok(out)
     }
 }

@@ -79,6 +79,10 @@ pub struct BodyMeter {
     pub bytes_out: AtomicU64,
     /// Time spent inside encoder or decoder calls, in nanoseconds.
     pub busy_nanos: AtomicU64,
+    /// Of `bytes_in`, those that calls compressed (or decompressed): not those a stepped-down
+    /// stream stored. The rate budget reads it, so that the stored bytes of the streams it
+    /// stepped down do not keep it throttled.
+    pub worked_in: AtomicU64,
     /// Bytes the calls that made less than they took saved, summed: unlike `bytes_in -
     /// bytes_out`, it never goes down when an incompressible body comes out a little larger
     /// (so a Prometheus counter built on it never appears reset).
@@ -105,14 +109,18 @@ impl BodyMeter {
         self
     }
 
-    fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration) {
+    /// Adds one call: `stored` when the call stored its input (a stepped-down stream) rather
+    /// than compressing it.
+    fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration, stored: bool) {
         let busy = busy.as_nanos().min(u128::from(u64::MAX)) as u64;
+        let worked = if stored { 0 } else { bytes_in as u64 };
         let totals = self.totals.as_deref().into_iter();
         for meter in std::iter::once(self)
             .chain(totals)
             .chain(self.coding.as_deref())
         {
             meter.bytes_in.fetch_add(bytes_in as u64, Ordering::Relaxed);
+            meter.worked_in.fetch_add(worked, Ordering::Relaxed);
             meter
                 .bytes_out
                 .fetch_add(bytes_out as u64, Ordering::Relaxed);

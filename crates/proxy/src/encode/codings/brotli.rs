@@ -224,6 +224,10 @@ impl Encode for BrotliEncoder {
         }
     }
 
+    fn is_storing(&self) -> bool {
+        self.storing.is_some()
+    }
+
     fn memory(&self) -> usize {
         if self.state.is_some() {
             estimate(self.level, self.window_log)

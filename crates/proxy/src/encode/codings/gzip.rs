@@ -111,6 +111,13 @@ impl Encode for GzipEncoder {
         }
     }
 
+    fn is_storing(&self) -> bool {
+        match self {
+            GzipEncoder::Stateless(encoder) => encoder.is_store_only(),
+            GzipEncoder::Stateful(encoder) => encoder.is_storing(),
+        }
+    }
+
     fn memory(&self) -> usize {
         match self {
             GzipEncoder::Stateless(_) => 0,

@@ -88,6 +88,10 @@ pub trait Encode: Send {
     /// ways; the others step down for the rest of the stream.
     fn step_down(&mut self, on: bool);
 
+    /// Whether calls now store their input rather than compress it (stepped down). Such
+    /// calls are not compression work: the budget does not count their bytes.
+    fn is_storing(&self) -> bool;
+
     /// Bytes of encoder state this stream holds now, besides the input and output buffers.
     fn memory(&self) -> usize;
 

@@ -232,6 +232,10 @@ impl Encode for ZstdEncoder {
         }
     }
 
+    fn is_storing(&self) -> bool {
+        self.raw.is_some()
+    }
+
     fn memory(&self) -> usize {
         self.context.as_ref().map_or(0, CCtx::sizeof)
     }

@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 use std::error::Error as StdError;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -342,7 +342,8 @@ async fn step_down_mid_body_stores_the_rest_of_a_running_stream() {
         let encoder = BodyEncoder::new(Format::Gzip, level);
         let meter = Arc::new(BodyMeter::default());
         let mut body = Box::pin(
-            CompressBody::new(upstream, encoder, policy, meter).with_step_down(flag.clone()),
+            CompressBody::new(upstream, encoder, policy, meter.clone())
+                .with_step_down(flag.clone()),
         );
         let mut sizes = Vec::new();
         for (i, chunk) in data.chunks(CALL).enumerate() {
@@ -374,6 +375,11 @@ async fn step_down_mid_body_stores_the_rest_of_a_running_stream() {
         );
         let wire: Vec<u8> = sizes.concat();
         assert_eq!(gunzip(&wire), data, "{level:?}");
+        // The stored calls are not compression work: the rate budget, which reads
+        // `worked_in`, must be able to open again while such a stream runs on.
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        assert_eq!(read(&meter.bytes_in), data.len() as u64, "{level:?}");
+        assert_eq!(read(&meter.worked_in), 2 * CALL as u64, "{level:?}");
     }
 }
 
