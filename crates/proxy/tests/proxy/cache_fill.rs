@@ -352,6 +352,36 @@ async fn a_burst_of_misses_asks_the_origin_once() {
     assert_eq!(proxy.stats.cache.coalesced.load(Ordering::SeqCst), 0);
 }
 
+/// A GET's task: its head and body.
+type Waiter = JoinHandle<(http::response::Parts, bytes::Bytes)>;
+
+/// Starts `count` gzip GETs of the page that wait for the fill under way (within 5 s):
+/// their tasks, to await once the test has let the fill end.
+async fn line_up(client: &TestClient, proxy: &Proxy, count: u64) -> Vec<Waiter> {
+    let url = proxy.url("/page");
+    let waiters = (0..count)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.stats.cache.coalesced.load(Ordering::SeqCst) < count {
+        assert!(Instant::now() < deadline, "the {count} did not line up");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    waiters
+}
+
+/// Awaits the waiters of [`line_up`]: each gets the whole page.
+async fn served_whole(waiters: Vec<Waiter>) {
+    for waiter in waiters {
+        let (parts, gzipped) = waiter.await.expect("the waiter's task");
+        assert_eq!(parts.status, 200);
+        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
+    }
+}
+
 #[tokio::test]
 async fn when_the_leaders_client_leaves_one_waiter_takes_over() {
     // The origin sends half of a chunked body, then holds the rest until the gate opens. The
@@ -360,26 +390,11 @@ async fn when_the_leaders_client_leaves_one_waiter_takes_over() {
     let proxy = proxy(&origin, |_| {}).await;
     let client = client();
     let leader = first_half(&client, &proxy).await;
-    let url = proxy.url("/page");
-    let waiters: Vec<_> = (0..5)
-        .map(|_| {
-            let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while proxy.stats.cache.coalesced.load(Ordering::SeqCst) < 5 {
-        assert!(Instant::now() < deadline, "the five did not line up");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let waiters = line_up(&client, &proxy, 5).await;
     drop(leader);
     // Every request from here on gets its second half.
     origin.gate.add_permits(10);
-    for waiter in waiters {
-        let (parts, gzipped) = waiter.await.expect("the waiter's task");
-        assert_eq!(parts.status, 200);
-        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
-    }
+    served_whole(waiters).await;
     // The leader's request and one more: the first waiter to line up again led the next
     // fill, and the other four were served from it (without the hand-over: six requests).
     assert_eq!(origin.hits(), 2);
@@ -411,22 +426,9 @@ async fn when_the_leaders_client_leaves_before_the_answer_one_waiter_takes_over(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let waiters: Vec<_> = (0..5)
-        .map(|_| {
-            let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
-        })
-        .collect();
-    while proxy.stats.cache.coalesced.load(Ordering::SeqCst) < 5 {
-        assert!(Instant::now() < deadline, "the five did not line up");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let waiters = line_up(&client, &proxy, 5).await;
     leader.abort();
-    for waiter in waiters {
-        let (parts, gzipped) = waiter.await.expect("the waiter's task");
-        assert_eq!(parts.status, 200);
-        assert_eq!(gunzip(&gzipped), html(BODY_LEN));
-    }
+    served_whole(waiters).await;
     // The leader's request and the one the first waiter led; until 2026-11-27 the lock went
     // as if the response had been refused, and all five asked the origin (six requests).
     assert_eq!(origin.hits(), 2);
