@@ -271,17 +271,20 @@ impl Proxy {
         if self.cache.is_some() {
             strip_surrogate_control(&parts.headers, &mut head.headers);
         }
-        if let Some(permit) = permit {
-            log.hold(permit);
-        }
         if let Some(fill) = &mut cache_fill {
             if let Decision::Compress { coding, .. } = decision {
                 fill.served_in(coding);
             }
         }
         log.fill(cache_fill);
-        let mut body =
-            self.response_body_filter(decision, flush, encoder, &head, upstream_body, log);
+        let mut body = self.response_body_filter(
+            decision,
+            (flush, permit),
+            encoder,
+            &head,
+            upstream_body,
+            log,
+        );
         body.hold_first_frame(flush.delay, self.upstreams.response_timeout())
             .await;
         let mut body = match body.failed_early() {
@@ -532,13 +535,28 @@ impl Proxy {
     fn response_body_filter(
         &self,
         decision: Decision,
-        flush: FlushPolicy,
+        (flush, permit): (FlushPolicy, Option<Permit>),
         encoder: Option<BodyEncoder>,
         head: &ResponseParts,
         upstream: UpstreamBody,
         mut log: AccessLog,
     ) -> ResponseBody {
         log.set_status(head.status);
+        // A compressing body holds its permit itself (and gives back what a stepped-down
+        // encoder frees); any other response's, the log holds until the response is done.
+        let compressing = matches!(
+            decision,
+            Decision::Compress {
+                payload: Payload::Transform,
+                ..
+            }
+        );
+        let mut permit = permit;
+        if !compressing {
+            if let Some(permit) = permit.take() {
+                log.hold(permit);
+            }
+        }
         match decision {
             Decision::Compress {
                 payload: Payload::Absent,
@@ -555,9 +573,13 @@ impl Proxy {
                 let step_down = self.throttle.step_down.clone();
                 let gather = self.gather.clone();
                 ResponseBody::compress(upstream, log, coding, |body, meter| {
-                    CompressBody::new(body, encoder, flush, meter)
+                    let body = CompressBody::new(body, encoder, flush, meter)
                         .with_step_down(step_down)
-                        .with_gather_gate(gather)
+                        .with_gather_gate(gather);
+                    match permit {
+                        Some(permit) => body.with_permit(permit),
+                        None => body,
+                    }
                 })
             }
             Decision::Decompress {

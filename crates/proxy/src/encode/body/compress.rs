@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame};
 use tokio::time::Sleep;
+use zipwire_adapt::Permit;
 
 use super::gather::{GatherGate, Reserve, Share, STALL};
 use super::{recoded_trailers, BodyError, BodyMeter, FlushPolicy, State};
@@ -56,6 +57,10 @@ pub struct CompressBody<B: Body> {
     unflushed: bool,
     /// This body's share of the proxy's gather budget, if it has one ([`GatherGate`]).
     share: Option<Share>,
+    /// The memory gate's permit for this stream (its buffers and its encoder's state), if
+    /// the proxy has a gate: held while the body lives, and cut to the buffers once the
+    /// encoder has stepped down and let its state go.
+    permit: Option<Permit>,
     meter: Arc<BodyMeter>,
 }
 
@@ -83,8 +88,17 @@ impl<B: Body> CompressBody<B> {
             store_only: None,
             unflushed: false,
             share: None,
+            permit: None,
             meter,
         }
+    }
+
+    /// Holds `permit`, the memory gate's for this stream, until the body is dropped; once the
+    /// encoder steps down, the part for state it no longer holds goes back to the gate (a
+    /// zstd or brotli stream frees its window then), so that new responses can compress.
+    pub fn with_permit(mut self, permit: Permit) -> CompressBody<B> {
+        self.permit = Some(permit);
+        self
     }
 
     /// Gathers calls within `gate`'s budget: the input of each call is read only once the
@@ -293,6 +307,14 @@ impl<B: Body> CompressBody<B> {
         };
         self.meter
             .record(self.pending.len(), out.len(), started.elapsed(), stored);
+        if let Some(permit) = &mut self.permit {
+            let encoder = self.encoder.as_encode();
+            if encoder.is_storing() {
+                // Input and output of a call, and what state the encoder still holds.
+                let keep = 2 * self.policy.coalesce as u64 + encoder.memory() as u64;
+                permit.shrink(permit.bytes().saturating_sub(keep));
+            }
+        }
         if call == Call::Final {
             // Nothing more will be gathered: give the buffer back now rather than when the
             // client has read the last frame.

@@ -638,3 +638,48 @@ async fn what_was_saved_is_never_taken_back() {
     // The old figure fell below what the text alone saved.
     assert!(total_in.saturating_sub(total_out) < saved[0]);
 }
+
+/// A zstd stream that steps down frees its window: its memory-gate permit shrinks to the
+/// buffers of a call at once, not when the body ends, so new responses can compress again.
+#[tokio::test]
+async fn a_stepped_down_window_gives_its_memory_back_to_the_gate() {
+    use crate::encode::codings::{Encode, ZstdEncoder, ZstdLevel};
+    use zipwire_adapt::MemoryGate;
+    const CALL: usize = 50_000;
+    let encoder = ZstdEncoder::new(ZstdLevel::DEFAULT, 20);
+    let state = encoder.memory().max(1 << 20) as u64;
+    let gate = MemoryGate::new(Some(64 << 20));
+    let permit = gate
+        .try_acquire(2 * CALL as u64 + state)
+        .expect("room in the gate");
+    let (tx, upstream) = channel();
+    let flag = Arc::new(AtomicBool::new(false));
+    let policy = FlushPolicy {
+        coalesce: CALL,
+        delay: Duration::from_millis(50),
+    };
+    let mut body = Box::pin(
+        CompressBody::new(upstream, encoder, policy, Arc::new(BodyMeter::default()))
+            .with_step_down(flag.clone())
+            .with_permit(permit),
+    );
+    let data = text(3 * CALL);
+    let mut chunks = data.chunks(CALL);
+    let frame = |chunk: &[u8]| Ok(Frame::data(Bytes::copy_from_slice(chunk)));
+    let first = chunks.next().expect("a call");
+    tx.send(frame(first)).await.expect("body alive");
+    body.frame().await.expect("a frame").expect("no error");
+    let before = gate.in_use();
+    assert_eq!(
+        before,
+        2 * CALL as u64 + state,
+        "the whole permit while compressing"
+    );
+    flag.store(true, Ordering::Relaxed);
+    let second = chunks.next().expect("a call");
+    tx.send(frame(second)).await.expect("body alive");
+    body.frame().await.expect("a frame").expect("no error");
+    assert_eq!(gate.in_use(), 2 * CALL as u64, "the window went back");
+    drop(body);
+    assert_eq!(gate.in_use(), 0, "the rest goes with the body");
+}
