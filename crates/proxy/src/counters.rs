@@ -192,7 +192,9 @@ pub(crate) fn protocol_name(version: http::Version) -> &'static str {
 /// Error responses the proxy writes itself, by [`Side`], upstream ones by status.
 #[derive(Debug, Default)]
 pub struct ErrorCounters {
-    /// The client's fault (4xx from the proxy, or from hyper for a request it cannot parse).
+    /// The client's fault (4xx from the proxy, or from hyper for a request it cannot parse),
+    /// and the 501 for a request the proxy does not implement (CONNECT, a transfer coding
+    /// other than chunked).
     pub client: AtomicU64,
     /// An upstream failed or could not be reached (502).
     pub upstream: AtomicU64,

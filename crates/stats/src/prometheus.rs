@@ -40,6 +40,10 @@
 //! | `zipwire_proxy_cache_encoder_seconds_saved_total` | counter | [`Snapshot::cache`]: `encoder_seconds_saved` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
+//! The `side="client"` series also counts the `501`s answered to requests the proxy does not
+//! implement (CONNECT, a transfer coding other than chunked): they are the client's doing, and an
+//! alert on the proxy's 5xx should not fire for them.
+//!
 //! `sum(zipwire_proxy_throttled)` is 1 while compression is throttled and 0 while it is open.
 //! Every error series exists from the start, at 0, so that an alert on
 //! `rate(zipwire_proxy_errors_total{status=~"5.."}[5m])` sees the first one.

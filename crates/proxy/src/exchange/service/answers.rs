@@ -1,0 +1,96 @@
+//! The answers the proxy makes itself rather than forward: a response from the cache, and
+//! the error page for a request it could not serve.
+
+use std::sync::Arc;
+
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use http::request::Parts as RequestParts;
+use http::Response;
+use tracing::{debug, warn};
+
+use super::Proxy;
+use crate::cache::policy::strip_surrogate_control;
+use crate::cache::serve::Encoders;
+use crate::cache::store::Entry;
+use crate::cache::Cache;
+use crate::decide::facts::RequestFacts;
+use crate::error::{ProxyError, Side};
+use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::upstream::Chain;
+
+impl Proxy {
+    /// The response made from a cache entry, with the coding this client gets.
+    pub(super) fn cached_response(
+        &self,
+        cache: &Cache,
+        key: &str,
+        entry: &Arc<Entry>,
+        request: &RequestParts,
+        facts: &RequestFacts,
+        mut log: AccessLog,
+    ) -> Response<ResponseBody> {
+        let encoders = Encoders {
+            rules: &self.rules,
+            codings: &self.codings,
+            exhausted: self.throttle.is_bypassing_new(),
+            gunzip: self.gunzip,
+        };
+        match cache.serve(key, entry, request, facts, &encoders) {
+            Ok(served) => {
+                log.set_status(served.status);
+                let body = match served.body.is_empty() {
+                    true => ResponseBody::empty(log),
+                    false => ResponseBody::stored(served.body, log),
+                };
+                let mut response = Response::new(body);
+                *response.status_mut() = served.status;
+                *response.headers_mut() = served.headers;
+                strip_surrogate_control(&request.headers, response.headers_mut());
+                response
+            }
+            Err(error) => self.error_response(&error, log),
+        }
+    }
+
+    /// The proxy's own answer to a request it could not serve.
+    pub(super) fn error_response(
+        &self,
+        error: &ProxyError,
+        mut log: AccessLog,
+    ) -> Response<ResponseBody> {
+        let side = error.side();
+        self.counters.errors.add(error);
+        match side {
+            Side::Client => debug!(%error, "request refused"),
+            // With its causes: hyper's reason (a connection closed mid-answer, a head with
+            // too many fields) is in the source chain, not in the error's own text.
+            Side::Upstream => warn!(error = %Chain(error), "upstream failed"),
+            Side::Internal => tracing::error!(%error, "request failed"),
+        }
+        let status = error.status();
+        log.set_status(status);
+        let text = match status.as_u16() {
+            400 => "400 Bad Request\n",
+            408 => "408 Request Timeout\n",
+            414 => "414 URI Too Long\n",
+            431 => "431 Request Header Fields Too Large\n",
+            501 => "501 Not Implemented\n",
+            502 => "502 Bad Gateway\n",
+            504 => "504 Gateway Timeout\n",
+            _ => "500 Internal Server Error\n",
+        };
+        let mut response = Response::new(ResponseBody::page(text, log));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        if side == Side::Client {
+            // What else the client sends on this connection is not to be trusted either.
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    }
+}
