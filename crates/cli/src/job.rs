@@ -3,7 +3,7 @@
 use std::fs::{self, File, Metadata};
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use zipwire_codec::format::gzip;
@@ -91,6 +91,9 @@ enum Sink {
     Discard,
     /// A file written safely; `replace` removes the input afterwards.
     File { target: PathBuf, replace: bool },
+    /// `-o` naming a device, FIFO or socket: written into, as a shell's redirection would,
+    /// never replaced.
+    Special { target: PathBuf, file: File },
 }
 
 impl Job<'_> {
@@ -106,9 +109,9 @@ impl Job<'_> {
         }
         let sink = match (&self.options.output, self.options.mode) {
             (_, Mode::Test | Mode::List) => Sink::Discard,
-            (Some(target), _) => Sink::File {
-                target: target.clone(),
-                replace: false,
+            (Some(target), _) => match self.output_target(target, None) {
+                Some(sink) => sink,
+                None => return,
             },
             (None, _) => Sink::Stdout,
         };
@@ -135,6 +138,10 @@ impl Job<'_> {
         };
         let path = found.as_path();
         if meta.is_dir() {
+            if self.options.recursive && self.options.output.is_some() {
+                // Every file of the tree would go to the one output, each replacing the last.
+                return self.fail("--output", "takes a single input file, not a directory");
+            }
             if self.options.recursive {
                 return self.directory(path);
             }
@@ -153,8 +160,29 @@ impl Job<'_> {
                 path.display()
             ));
         }
-        let meta = match fs::metadata(path) {
-            Ok(meta) => meta,
+        // Opened once, and everything known of the file is asked of what was opened: a name
+        // checked and then opened could be swapped for a link to another user's file in
+        // between (gzip's O_NOFOLLOW and fstat). A FIFO swapped in must not block the open.
+        let mut flags = libc::O_NOCTTY;
+        if !follow {
+            flags |= libc::O_NOFOLLOW;
+        }
+        if !to_stream {
+            flags |= libc::O_NONBLOCK;
+        }
+        let opened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(path)
+            .and_then(|file| file.metadata().map(|meta| (file, meta)));
+        let (input, meta) = match opened {
+            Ok(opened) => opened,
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) && !follow => {
+                return self.warn(format_args!(
+                    "{} is a symbolic link -- ignored (use -f or -c)",
+                    path.display()
+                ));
+            }
             Err(err) => return self.fail(path, io_message(&err)),
         };
         if !meta.is_file() && !to_stream {
@@ -163,16 +191,12 @@ impl Job<'_> {
                 path.display()
             ));
         }
-        let Some(sink) = self.sink_for(path, &meta) else {
+        let Some(sink) = self.sink_for(path, &input, &meta) else {
             return;
         };
         if !self.may_write(&sink) {
             return;
         }
-        let input = match File::open(path) {
-            Ok(file) => file,
-            Err(err) => return self.fail(path, io_message(&err)),
-        };
         let header = self.header_for(path, &meta);
         self.process(
             Input {
@@ -257,11 +281,11 @@ impl Job<'_> {
     }
 
     /// Decides where `path`'s output goes, or reports why it is skipped.
-    fn sink_for(&mut self, path: &Path, meta: &Metadata) -> Option<Sink> {
+    fn sink_for(&mut self, path: &Path, input: &File, meta: &Metadata) -> Option<Sink> {
         let options = self.options;
         match (options.mode, &options.output) {
             (Mode::Test | Mode::List, _) => return Some(Sink::Discard),
-            (_, Some(target)) => return self.free_target(target, false),
+            (_, Some(target)) => return self.output_target(target, Some(meta)),
             _ if options.to_stdout => return Some(Sink::Stdout),
             _ => {}
         }
@@ -290,7 +314,7 @@ impl Job<'_> {
                 return None;
             };
             // -N: the name stored in the header, in the input's directory, as gzip -dN.
-            let stored = options.restore_time.then(|| stored_name(path)).flatten();
+            let stored = options.restore_time.then(|| stored_name(input)).flatten();
             stored.map_or(target, |name| path.with_file_name(name))
         };
         // A stored name equal to the input's own: the output would be moved over the input,
@@ -304,7 +328,7 @@ impl Job<'_> {
         }
         if meta.nlink() > 1 && !options.force {
             self.warn(format_args!(
-                "{} has {} other link{} -- unchanged",
+                "{} has {} other link{} -- file ignored",
                 path.display(),
                 meta.nlink() - 1,
                 if meta.nlink() > 2 { "s" } else { "" }
@@ -312,6 +336,45 @@ impl Job<'_> {
             return None;
         }
         self.free_target(&target, !options.keep)
+    }
+
+    /// `-o FILE`, for an input with `meta` (none for standard input). As a shell's
+    /// redirection would: a device, FIFO or socket is written into (`-o /dev/null`, `-o
+    /// /dev/stdout`) and never replaced, and a link to a file has that file replaced, not the
+    /// link. The input itself is refused: it would be replaced by its own output.
+    fn output_target(&mut self, target: &Path, meta: Option<&Metadata>) -> Option<Sink> {
+        let existing = fs::metadata(target).ok();
+        if let (Some(out), Some(input)) = (&existing, meta) {
+            if out.dev() == input.dev() && out.ino() == input.ino() {
+                self.warn(format_args!(
+                    "{}: the output would replace the input -- unchanged",
+                    target.display()
+                ));
+                return None;
+            }
+        }
+        match existing {
+            Some(out) if !out.is_file() && !out.is_dir() => {
+                return match fs::OpenOptions::new().write(true).open(target) {
+                    Ok(file) => Some(Sink::Special {
+                        target: target.to_owned(),
+                        file,
+                    }),
+                    Err(err) => {
+                        self.fail(target, io_message(&err));
+                        None
+                    }
+                };
+            }
+            Some(out) if out.is_file() && self.options.force => {
+                let is_link = fs::symlink_metadata(target).is_ok_and(|m| m.is_symlink());
+                if let Some(real) = is_link.then(|| fs::canonicalize(target).ok()).flatten() {
+                    return self.free_target(&real, false);
+                }
+            }
+            _ => {}
+        }
+        self.free_target(target, false)
     }
 
     /// Refuses an existing output without `-f`.
@@ -421,7 +484,12 @@ impl Job<'_> {
                         .map_err(StreamError::Write)
                 })
             }
-            Sink::File { target, .. } => match Staged::create(target) {
+            Sink::Special { file, .. } => {
+                let mut out = io::BufWriter::with_capacity(STDOUT_BUFFER, file);
+                let result = run(&mut out, &mut update);
+                result.and_then(|done| out.flush().map(|()| done).map_err(StreamError::Write))
+            }
+            Sink::File { target, .. } => match Staged::create(target, meta.is_some()) {
                 Ok(mut staged) => run(&mut staged, &mut update).and_then(|done| {
                     if done.trailing == Trailing::MoreEntries {
                         // gzip keeps a multi-entry zip whole rather than lose the others.
@@ -495,16 +563,23 @@ impl Job<'_> {
     }
 }
 
-/// The file name stored in `path`'s gzip header, without any directory part (a header
+/// The file name stored in `input`'s gzip header, without any directory part (a header
 /// cannot send the output elsewhere); `None` when there is none or the file is not gzip.
-fn stored_name(path: &Path) -> Option<std::ffi::OsString> {
+/// Read at offset 0 without moving the file's position, which the decoder then reads from.
+fn stored_name(input: &File) -> Option<std::ffi::OsString> {
     use std::os::unix::ffi::OsStringExt;
-    let mut head = Vec::new();
-    File::open(path)
-        .ok()?
-        .take(gzip::MAX_HEADER_LEN as u64)
-        .read_to_end(&mut head)
-        .ok()?;
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0; gzip::MAX_HEADER_LEN];
+    let mut filled = 0;
+    while filled < head.len() {
+        match input.read_at(&mut head[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    head.truncate(filled);
     let (header, _) = gzip::parse_header(&head).ok()??;
     let name = header.name?;
     let base = name.rsplit(|&b| b == b'/').next()?.to_vec();

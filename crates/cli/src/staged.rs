@@ -26,12 +26,14 @@ pub struct Staged {
 }
 
 impl Staged {
-    /// Creates a temporary file (mode 0600 until committed) next to `target`.
+    /// Creates a temporary file next to `target`: mode 0600 until committed when the output
+    /// will take a `private` input's mode (whose data others may not read), else the mode a
+    /// shell's redirection gives (0666 less the umask), which it keeps.
     ///
     /// # Errors
     ///
     /// Any error creating the file: a missing or read-only directory, a full disk.
-    pub fn create(target: &Path) -> io::Result<Staged> {
+    pub fn create(target: &Path, private: bool) -> io::Result<Staged> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let name = target.file_name().unwrap_or_default().as_bytes();
         // Short enough for NAME_MAX (bytes, whatever the name's encoding) whatever the
@@ -52,7 +54,7 @@ impl Staged {
         let file = match OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(if private { 0o600 } else { 0o666 })
             .open(&temp)
         {
             Ok(file) => file,
@@ -165,7 +167,7 @@ mod tests {
     fn commit_moves_into_place_and_drop_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.gz");
-        let mut staged = Staged::create(&target).unwrap();
+        let mut staged = Staged::create(&target, true).unwrap();
         staged.write_all(b"data").unwrap();
         assert!(!target.exists());
         assert_eq!(temp_files(dir.path()).len(), 1);
@@ -173,14 +175,14 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"data");
         assert!(temp_files(dir.path()).is_empty());
 
-        let mut again = Staged::create(&target).unwrap();
+        let mut again = Staged::create(&target, true).unwrap();
         again.write_all(b"other").unwrap();
         let err = again.commit(&target, None, false, None).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&target).unwrap(), b"data");
         assert!(temp_files(dir.path()).is_empty());
 
-        let abandoned = Staged::create(&target).unwrap();
+        let abandoned = Staged::create(&target, true).unwrap();
         drop(abandoned);
         assert!(temp_files(dir.path()).is_empty());
     }
@@ -196,7 +198,7 @@ mod tests {
         let like = fs::metadata(&like_path).unwrap();
         let target = dir.path().join("in");
         let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-        let mut staged = Staged::create(&target).unwrap();
+        let mut staged = Staged::create(&target, true).unwrap();
         staged.write_all(b"data").unwrap();
         staged
             .commit(&target, Some(&like), false, Some(time))

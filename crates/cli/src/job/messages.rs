@@ -43,7 +43,9 @@ impl Job<'_> {
                 self.status = self.status.max(Status::Failure);
             }
             (StreamError::Write(_), Sink::Stdout) => self.fail("stdout", err),
-            (StreamError::Write(_), Sink::File { target, .. }) => self.fail(target, err),
+            (StreamError::Write(_), Sink::File { target, .. } | Sink::Special { target, .. }) => {
+                self.fail(target, err)
+            }
             (StreamError::Damaged(Damage::Refused(text)), _) => {
                 eprintln!("{}: {} {text}", self.options.program, path.display());
                 self.status = self.status.max(Status::Failure);
