@@ -2,6 +2,7 @@
 
 use std::fs::{self, File, Metadata};
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -118,7 +119,16 @@ impl Job<'_> {
         if !self.may_write(&sink) {
             return;
         }
-        let header = gzip::Header::minimal(self.options.level.get());
+        let mut header = gzip::Header::minimal(self.options.level.get());
+        // A regular file on standard input gives its time, as gzip stores it (no name).
+        if self.options.save_name && compressing {
+            let stdin = io::stdin().as_fd().try_clone_to_owned().map(File::from);
+            if let Ok(meta) = stdin.and_then(|file| file.metadata()) {
+                if meta.is_file() {
+                    header.mtime = u32::try_from(meta.mtime()).unwrap_or(0);
+                }
+            }
+        }
         self.process(
             Input {
                 path: Path::new("stdin"),

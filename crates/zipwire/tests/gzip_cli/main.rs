@@ -83,6 +83,25 @@ fn keep_stdout_output_and_no_name() {
     let back = sb.run(&["decompress", "-c", "out/b.gz"]);
     assert!(back.stdout == data);
     assert_eq!(sb.run(&["compress", "-o", "x.gz", "a", "a.gz"]).code, 1);
+
+    // A regular file on standard input gives the header its time (no name), as gzip's does;
+    // a pipe, or -n, gives none.
+    fs::File::open(sb.path("a"))
+        .unwrap()
+        .set_modified(filetime(1_577_836_800))
+        .unwrap();
+    for (args, mtime) in [(&["compress"][..], 1_577_836_800), (&["compress", "-n"], 0)] {
+        let out = Command::new(BIN)
+            .args(args)
+            .stdin(fs::File::open(sb.path("a")).unwrap())
+            .output()
+            .unwrap();
+        let (header, _) = gzip::parse_header(&out.stdout).unwrap().unwrap();
+        assert_eq!((header.name, header.mtime), (None, mtime), "{args:?}");
+    }
+    let piped = sb.run_with_input(&["compress"], &data);
+    let (header, _) = gzip::parse_header(&piped.stdout).unwrap().unwrap();
+    assert_eq!(header.mtime, 0);
 }
 
 #[test]
