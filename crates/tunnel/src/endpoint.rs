@@ -4,12 +4,13 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustls::{ClientConfig, ServerConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio::time::timeout;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tracing::{debug, info, warn};
@@ -23,9 +24,19 @@ use crate::stats::Stats;
 use crate::tcp_info::LinkProbe;
 use crate::tls;
 
-/// Time a client allows for connecting, TLS and the hello, and the server for connecting to
-/// its target (the server's own deadline for TLS and the hello is [`Limits::login_grace`]).
+/// Time a client allows for connecting, TLS and the hello (the server's own deadline for TLS
+/// and the hello is [`Limits::login_grace`]).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Time the server allows for connecting to its target: less than [`HANDSHAKE_TIMEOUT`], so
+/// that a client whose server cannot reach the target is told so, rather than timing out
+/// itself first.
+pub const TARGET_TIMEOUT: Duration = Duration::from_secs(7);
+
+/// Handshakes a client runs at once; more connections wait their turn here. Below the
+/// server's [`crate::startups::DEFAULT_MAX_STARTUPS`]: a burst of local connections would
+/// otherwise evict its own handshakes from the server's queue.
+pub const CLIENT_HANDSHAKES: usize = 16;
 
 /// Unsent bytes a tunnel socket may hold before writes wait (`TCP_NOTSENT_LOWAT`): small
 /// enough that the writer's queue sees the link's back-pressure, large enough to keep a
@@ -133,22 +144,24 @@ impl Server {
         let limits = self.role.limits;
         let startups = Arc::new(Startups::new(limits.max_startups));
         let mut evictions = Throttle::new(LOG_EVERY);
+        let failures = Arc::new(LoginWarnings::default());
         let shed = startups.clone();
         accept_loop(
             &self.listener,
-            || shed.evict_oldest(),
+            || shed.evict_one(),
             |tcp, peer| {
-                let (startup, pushed_out) = startups.admit();
+                let (startup, pushed_out) = startups.admit(peer.ip().into());
                 if pushed_out {
                     if let Some(held) = evictions.due(std::time::Instant::now()) {
                         warn!(
                             max_startups = limits.max_startups,
                             since_last_warning = held,
-                            "too many unauthenticated connections: evicting the oldest"
+                            "too many unauthenticated connections: evicting the oldest of the address with the most"
                         );
                     }
                 }
                 let conn = Conn {
+                    failures: failures.clone(),
                     tls: self.role.tls.clone(),
                     token: self.token.clone(),
                     forward: self.role.forward.clone(),
@@ -228,6 +241,8 @@ fn tune(tcp: &TcpStream) {
 
 /// What the server's task for one connection needs.
 struct Conn {
+    /// Warnings of failed logins: anyone can cause them.
+    failures: Arc<LoginWarnings>,
     tls: TlsAcceptor,
     token: Arc<Vec<u8>>,
     forward: String,
@@ -269,20 +284,24 @@ async fn serve(tcp: TcpStream, peer: SocketAddr, mut startup: Startup, conn: Con
     drop(startup);
     let (mut stream, hello) = match outcome {
         Ok(Ok(done)) => done,
-        Ok(Err(failure)) => return log_login_failure(peer, failure),
+        Ok(Err(failure)) => return log_login_failure(peer, failure, &conn.failures),
         Err(_) => {
-            warn!(%peer, grace_s = conn.login_grace.as_secs_f64(), "no TLS handshake and hello within the login grace time; closing");
+            if let Some(held) = conn.failures.due(Failed::Grace) {
+                warn!(%peer, grace_s = conn.login_grace.as_secs_f64(), failed_logins_since_last_warning = held, "no TLS handshake and hello within the login grace time; closing");
+            }
             return;
         }
     };
     if !handshake::token_matches(&hello.token, &conn.token) {
-        warn!(%peer, "authentication failed: wrong token; closing");
+        if let Some(held) = conn.failures.due(Failed::Token) {
+            warn!(%peer, failed_logins_since_last_warning = held, "authentication failed: wrong token; closing");
+        }
         let _ = stream.write_all(&handshake::reply(Status::Denied, 0)).await;
         let _ = stream.shutdown().await;
         return;
     }
     let forward = conn.forward.as_str();
-    let target = match timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(forward)).await {
+    let target = match timeout(TARGET_TIMEOUT, TcpStream::connect(forward)).await {
         Ok(Ok(target)) => target,
         failed => {
             let error = match failed {
@@ -313,21 +332,63 @@ async fn serve(tcp: TcpStream, peer: SocketAddr, mut startup: Startup, conn: Con
     }
 }
 
+/// Why a login failed, for [`LoginWarnings`].
+#[derive(Clone, Copy)]
+enum Failed {
+    Tls,
+    Hello,
+    Token,
+    Grace,
+}
+
+/// Warnings of failed logins, each kind at most once per [`LOG_EVERY`] with a count of those
+/// held back: a scanner making 2,000 connections a second must not write 2,000 lines (until
+/// 2026-11-27 it wrote 336 KB of them), and the first of each kind still shows.
+#[derive(Debug, Default)]
+struct LoginWarnings([Mutex<Option<Throttle>>; 4]);
+
+impl LoginWarnings {
+    /// Whether a warning of `kind` may be logged now, and how many were held back before it.
+    fn due(&self, kind: Failed) -> Option<u64> {
+        let mut throttle = self.0[kind as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        throttle
+            .get_or_insert_with(|| Throttle::new(LOG_EVERY))
+            .due(std::time::Instant::now())
+    }
+}
+
 /// Logs why a connection ended before authenticating: a client that merely connected and
 /// left is no failed authentication.
-fn log_login_failure(peer: SocketAddr, failure: Login) {
+fn log_login_failure(peer: SocketAddr, failure: Login, failures: &LoginWarnings) {
     match failure {
         Login::Tls(e) if closed_early(&e) => {
             debug!(%peer, "connection closed before the TLS handshake");
         }
-        Login::Tls(e) => warn!(%peer, error = %e, "TLS handshake failed; closing"),
         Login::Hello(HandshakeError::Io(e)) if closed_early(&e) => {
             info!(%peer, "connection closed before the hello");
         }
-        Login::Hello(e @ HandshakeError::UnknownVersion(_)) => {
-            warn!(%peer, error = %e, "hello of another protocol version; told it ours");
+        failure => {
+            let kind = match failure {
+                Login::Tls(_) => Failed::Tls,
+                Login::Hello(_) => Failed::Hello,
+            };
+            let Some(held) = failures.due(kind) else {
+                return debug!(%peer, "login failed (warning held back)");
+            };
+            match failure {
+                Login::Hello(e @ HandshakeError::UnknownVersion(_)) => {
+                    warn!(%peer, error = %e, failed_logins_since_last_warning = held, "hello of another protocol version; told it ours");
+                }
+                Login::Tls(e) => {
+                    warn!(%peer, error = %e, failed_logins_since_last_warning = held, "TLS handshake failed; closing");
+                }
+                Login::Hello(e) => {
+                    warn!(%peer, error = %e, failed_logins_since_last_warning = held, "authentication failed: bad hello; closing");
+                }
+            }
         }
-        Login::Hello(e) => warn!(%peer, error = %e, "authentication failed: bad hello; closing"),
     }
 }
 
@@ -362,7 +423,9 @@ impl Client {
     ///
     /// Only when accepting fails for a reason other than a transient one.
     pub async fn run(self) -> io::Result<()> {
+        let handshakes = Arc::new(Semaphore::new(CLIENT_HANDSHAKES));
         accept_loop(&self.listener, || false, |local, peer| {
+            let handshakes = handshakes.clone();
             let tls = self.role.tls.clone();
             let token = self.token.clone();
             let server = self.role.server.clone();
@@ -372,7 +435,10 @@ impl Client {
                 keepalive::tcp_keepalive(&local);
                 // Until the relay has it, a close must not look like a clean, empty stream.
                 let _ = socket2::SockRef::from(&local).set_linger(Some(Duration::ZERO));
-                match connect(&server, &tls, &token, shared.accepts()).await {
+                let turn = handshakes.acquire_owned().await;
+                let connected = connect(&server, &tls, &token, shared.accepts()).await;
+                drop(turn);
+                match connected {
                     Ok((stream, peer_accepts)) => {
                         let probe = LinkProbe::new(stream.get_ref().0);
                         match relay(local, stream, probe, peer_accepts, shared).await {

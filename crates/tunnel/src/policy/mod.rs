@@ -206,13 +206,14 @@ impl Policy {
         if block.len() < TINY_BLOCK {
             return Decision::Raw(RawReason::Tiny);
         }
+        // The CPU cap holds for a fixed level too: `--max-cpu` says past it blocks go raw.
+        if signals.cpu_throttled {
+            return Decision::Raw(RawReason::CpuCap);
+        }
         let method = match &self.choice {
             Choice::Fixed(m) => return Decision::Compress(*m),
             Choice::Auto => self.ladder[self.rung],
         };
-        if signals.cpu_throttled {
-            return Decision::Raw(RawReason::CpuCap);
-        }
         if self.skip_left > 0 {
             self.skip_left -= 1;
             return Decision::Raw(RawReason::Backoff);

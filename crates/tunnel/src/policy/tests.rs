@@ -367,6 +367,13 @@ fn fixed_choices_ignore_the_signals_and_auto_skips_noise() {
         auto.decide(&TEXT.repeat(20), throttled),
         Decision::Raw(RawReason::CpuCap)
     );
+    // A fixed level keeps to the cap too (until 2026-11-27 `--level zstd:19 --max-cpu 5`
+    // used 87% of a core).
+    let mut fixed = Policy::new(Choice::Fixed(Method::new(Codec::Zstd, 19).unwrap()), true);
+    assert_eq!(
+        fixed.decide(&TEXT.repeat(20), throttled),
+        Decision::Raw(RawReason::CpuCap)
+    );
 }
 
 #[test]
