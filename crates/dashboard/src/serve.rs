@@ -9,7 +9,8 @@
 //!   idle ones cannot take the file descriptors the program needs for its real work;
 //! - a request head not read within [`HEAD_TIMEOUT`] closes the connection, so a client that
 //!   sends a partial head and waits holds no task for good;
-//! - on a loopback address it answers only requests whose `Host` is a loopback name or an IP
+//! - on a connection to a loopback address (a wildcard listener takes those too) it answers
+//!   only requests whose `Host` is a loopback name or an IP
 //!   address: a web page the operator's browser opens on a name that its DNS then points at
 //!   127.0.0.1 ("DNS rebinding") would otherwise be same-origin with it and could read the
 //!   counters (and, on the proxy, purge the cache).
@@ -52,9 +53,6 @@ pub async fn serve_with<F>(listener: TcpListener, answer: F)
 where
     F: Fn(&Request<Incoming>) -> Response<Body> + Clone + Send + Sync + 'static,
 {
-    let loopback = listener
-        .local_addr()
-        .is_ok_and(|addr| addr.ip().is_loopback());
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -69,6 +67,12 @@ where
             }
         };
         let answer = answer.clone();
+        // Decided per connection, by the address it reached: a wildcard listener (`0.0.0.0`)
+        // takes loopback connections too, which a rebound name can make (until 2026-11-27
+        // such a listener skipped the check).
+        let loopback = stream
+            .local_addr()
+            .is_ok_and(|addr| addr.ip().to_canonical().is_loopback());
         tokio::spawn(async move {
             let _permit = permit;
             let service = service_fn(move |request: Request<Incoming>| {

@@ -12,7 +12,11 @@ use tokio::net::{TcpListener, TcpStream};
 use zipwire_dashboard::{Dashboard, Kind, Source, MAX_CONNECTIONS};
 
 async fn admin() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    admin_on("127.0.0.1:0").await
+}
+
+async fn admin_on(bind: &str) -> SocketAddr {
+    let listener = TcpListener::bind(bind).await.expect("bind");
     let addr = listener.local_addr().expect("address");
     let stats: Arc<dyn Source> = Arc::new(|| "{\"ok\":1}".to_owned());
     let events = stats.clone();
@@ -44,6 +48,20 @@ async fn a_loopback_admin_answers_only_a_local_host() {
         (format!("evil.example:{port}"), "421"),
         (format!("localhost:{port}"), "200"),
         (format!("127.0.0.1:{port}"), "200"),
+    ] {
+        let line = status(addr, &host).await;
+        assert!(line.contains(expected), "{host}: {line}");
+    }
+}
+
+#[tokio::test]
+async fn a_wildcard_admin_checks_the_host_of_loopback_connections() {
+    // Until 2026-11-27 a listener on 0.0.0.0 answered a rebound name on 127.0.0.1.
+    let port = admin_on("0.0.0.0:0").await.port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    for (host, expected) in [
+        (format!("evil.example:{port}"), "421"),
+        (format!("localhost:{port}"), "200"),
     ] {
         let line = status(addr, &host).await;
         assert!(line.contains(expected), "{host}: {line}");

@@ -80,7 +80,7 @@ pub(crate) enum Protocol {
 impl Protocol {
     /// The protocol a TLS handshake settled on: `h2` is HTTP/2; `http/1.1`, no ALPN at all
     /// (a client that offered none) and anything else is HTTP/1 (RFC 7301 §3.2: the server
-    /// only selects a protocol the client offered, and it offers only these two).
+    /// only selects a protocol the client offered, and it offers only these and `http/1.0`).
     pub(crate) fn from_alpn(alpn: Option<&[u8]>) -> Protocol {
         match alpn {
             Some(b"h2") => Protocol::Http2,

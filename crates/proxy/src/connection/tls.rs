@@ -6,7 +6,7 @@
 //! exchange and AEAD ciphers only (AES-GCM, ChaCha20-Poly1305), so every session is forward
 //! secret and no CBC or RSA key transport is offered (RFC 9325 §4.2); session resumption by
 //! stateless tickets (keys rotated every 6 hours by rustls' ticketer) and a server-side
-//! cache for TLS 1.2 clients that resume by session ID; ALPN `h2` then `http/1.1` (RFC 7301
+//! cache for TLS 1.2 clients that resume by session ID; ALPN `h2`, `http/1.1`, then `http/1.0` (RFC 7301
 //! §3.2: the server picks).
 //!
 //! Certificates live behind one [`Resolver`] that every TLS listener shares: a reload swaps
@@ -38,8 +38,10 @@ use crate::counters::Counters;
 use crate::error::ProxyError;
 use crate::settings::{CertificateFiles, Tls};
 
-/// The ALPN protocols offered, most preferred first.
-const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+/// The ALPN protocols offered, most preferred first. `http/1.0` too, as nginx offers it: a
+/// client that offers only that (`curl --http1.0`) would otherwise get the fatal
+/// `no_application_protocol` alert (until 2026-11-27 it did).
+const ALPN: [&[u8]; 3] = [b"h2", b"http/1.1", b"http/1.0"];
 
 /// TLS 1.2 sessions kept for clients that resume by session ID (nginx `ssl_session_cache
 /// shared:SSL:10m` holds about 40,000): a few hundred bytes each, a few MB in all.
@@ -116,8 +118,8 @@ impl Acceptor {
     }
 }
 
-/// The application protocol the client and the server agreed on (ALPN), if any: `h2` or
-/// `http/1.1`. A client that offers no ALPN speaks HTTP/1.1.
+/// The application protocol the client and the server agreed on (ALPN), if any: `h2`,
+/// `http/1.1` or `http/1.0`. A client that offers no ALPN speaks HTTP/1.1.
 pub(crate) fn alpn<S>(stream: &TlsStream<S>) -> Option<&[u8]> {
     stream.get_ref().1.alpn_protocol()
 }

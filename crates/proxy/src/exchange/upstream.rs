@@ -35,6 +35,10 @@ use crate::exchange::request_body::{self, RequestBody, Sent};
 use crate::exchange::upgrade;
 use crate::settings::{Timeouts, Upstream, UpstreamRoots, UpstreamScheme};
 
+mod failure;
+pub(crate) use failure::Chain;
+use failure::{closed_before_answer, local_failure};
+
 /// Bytes read from an upstream connection at a time, and so the read buffer each one holds,
 /// idle in the pool too (hyper reads ahead on an idle connection to see it close). Upstream
 /// bodies are streamed into calls gathered elsewhere, so a bigger buffer only holds memory:
@@ -158,6 +162,15 @@ impl Upstreams {
                         source: "response transfer coding other than chunked".into(),
                     });
                 }
+                Ok(Ok(response)) if response.status() == http::StatusCode::SWITCHING_PROTOCOLS => {
+                    // No upgrade was asked for (`Upgrade` is hop-by-hop, and WebSocket goes
+                    // through `send_upgrade`): passed on, the client got a bare 101 and lost
+                    // its connection (an HTTP/1.0 client, a 101 RFC 9110 §15.2 forbids).
+                    return Err(ProxyError::Upstream {
+                        upstream: authority,
+                        source: "101 to a request that asked for no upgrade".into(),
+                    });
+                }
                 Ok(Ok(response)) => {
                     let limit = self.response_timeout;
                     return Ok(response.map(|body| ReadTimeout::new(body, authority, limit)));
@@ -169,8 +182,14 @@ impl Upstreams {
                     })
                 }
                 Ok(Err(error)) if error.is_connect() => {
-                    self.members.mark_down(index, Instant::now());
-                    warn!(upstream = %authority, error = %Chain(&error), "connect failed, marked down");
+                    if local_failure(&error) {
+                        // Out of descriptors or ports here: the upstream is not to blame, and
+                        // marking it down would fail every client for `down_time` after.
+                        warn!(upstream = %authority, error = %Chain(&error), "connect failed for want of local resources");
+                    } else {
+                        self.members.mark_down(index, Instant::now());
+                        warn!(upstream = %authority, error = %Chain(&error), "connect failed, marked down");
+                    }
                     let failure = ProxyError::Connect {
                         upstream: authority,
                         source: error.into(),
@@ -203,34 +222,6 @@ impl Upstreams {
             }
         }
     }
-}
-
-/// Whether the upstream closed or reset the connection before any of its answer came: what
-/// an origin that closes idle keep-alive connections (Apache, Node: after 5 s) does when the
-/// close crosses the proxy's next request on that connection. An idempotent request whose
-/// body was not sent may then go again (RFC 9110 §9.2.2), as nginx resends a request that
-/// failed on a kept-alive connection.
-fn closed_before_answer(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(error);
-    while let Some(error) = cause {
-        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
-            if hyper.is_incomplete_message() {
-                return true;
-            }
-        }
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-            ) {
-                return true;
-            }
-        }
-        cause = error.source();
-    }
-    false
 }
 
 impl Upstreams {
@@ -389,23 +380,6 @@ pub(crate) fn build<B>(
     *request.uri_mut() = uri;
     *request.headers_mut() = headers;
     Ok(request)
-}
-
-/// An error with its causes, for a log line: hyper-util's client error says only "client
-/// error (Connect)", the reason (a refused connection, a certificate for another name) is
-/// in its sources.
-pub(crate) struct Chain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
 }
 
 /// The servers and their down marks, without the client. Server indices come from

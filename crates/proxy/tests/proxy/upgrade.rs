@@ -350,6 +350,34 @@ async fn a_refused_upgrade_is_an_ordinary_response() {
 }
 
 #[tokio::test]
+async fn a_101_to_a_request_that_asked_for_no_upgrade_is_a_502() {
+    // Until 2026-11-27 the client got a bare 101 and lost its connection, with the request
+    // behind it (and an HTTP/1.0 client, a 101 RFC 9110 §15.2 forbids).
+    let origin = EchoOrigin::start().await;
+    let proxy = Proxy::start(vec![upstream_of(&origin)], |_| {}).await;
+    let mut stream = TcpStream::connect(proxy.addr).await.expect("connect");
+    stream
+        .write_all(b"GET /ws HTTP/1.1\r\nHost: a\r\n\r\nGET /page HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .expect("write");
+    let head = tokio::time::timeout(LIMIT, read_head(&mut stream))
+        .await
+        .expect("a head in time")
+        .expect("a head");
+    assert!(head.starts_with("HTTP/1.1 502"), "{head}");
+    let length: usize = field(&head, "content-length")
+        .and_then(|n| n.parse().ok())
+        .expect("a length");
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.expect("the body");
+    let next = tokio::time::timeout(LIMIT, read_head(&mut stream))
+        .await
+        .expect("a head in time")
+        .expect("the pipelined request is answered");
+    assert!(next.starts_with("HTTP/1.1 200"), "{next}");
+}
+
+#[tokio::test]
 async fn an_upgrade_takes_a_fresh_upstream_connection_never_pooled() {
     let origin = EchoOrigin::start().await;
     let proxy = Proxy::start(vec![upstream_of(&origin)], |_| {}).await;
