@@ -4,6 +4,15 @@
 //!
 //! [`UpstreamConnector`] is the connector of the pooled client (hyper-util's legacy client
 //! takes any `tower_service::Service<Uri>`) and of the fresh connections that upgrades take.
+//!
+//! Every upstream connection, pooled, busy or upgraded, holds one of `limits.max_connections`
+//! slots for as long as its socket is open, so the proxy's descriptors stay within what
+//! [`raise_open_files`](crate::raise_open_files) sized them for (a client and an upstream
+//! socket per connection). An HTTP/2 client opens up to 128 streams on one connection, each
+//! with an upstream connection of its own: until 2026-11-27 three such clients with their
+//! windows shut held every descriptor of a proxy allowed 50 connections, and no one else was
+//! served, not even the admin. A connect that finds no slot free within the connect timeout
+//! fails as [`NoSlot`], which marks no upstream down.
 //! Written here rather than taken from `hyper-rustls`: that crate's connector would add a
 //! dependency and its own root-store and feature choices for about the hundred lines below.
 
@@ -24,6 +33,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use tower_service::Service;
@@ -40,8 +50,10 @@ pub(crate) struct UpstreamConnector {
     http: HttpConnector,
     /// `None` when no upstream is `https://`: then an `https` URI is refused.
     tls: Option<TlsConnector>,
-    /// The longest a TLS handshake may take (the connect timeout again).
+    /// The longest a TLS handshake may take, and a wait for a slot (the connect timeout).
     handshake: Duration,
+    /// One permit per upstream connection that may be open at once.
+    slots: Arc<Semaphore>,
 }
 
 impl fmt::Debug for UpstreamConnector {
@@ -54,11 +66,13 @@ impl fmt::Debug for UpstreamConnector {
 
 impl UpstreamConnector {
     /// The connector for `servers`, with `timeouts.upstream_connect` for the TCP connect and
-    /// again for the TLS handshake; TLS trusts `roots`.
+    /// again for the TLS handshake; TLS trusts `roots`; at most `slots` connections open at
+    /// once.
     pub(crate) fn new(
         servers: &[Upstream],
         roots: &UpstreamRoots,
         timeouts: &Timeouts,
+        slots: usize,
     ) -> UpstreamConnector {
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(timeouts.upstream_connect));
@@ -73,6 +87,7 @@ impl UpstreamConnector {
             http,
             tls,
             handshake: timeouts.upstream_connect,
+            slots: Arc::new(Semaphore::new(slots.max(1))),
         }
     }
 }
@@ -130,11 +145,20 @@ impl Service<Uri> for UpstreamConnector {
         let host = uri.host().unwrap_or_default().to_owned();
         let tls = self.tls.clone();
         let handshake = self.handshake;
-        let connecting = self.http.call(uri);
+        let slots = self.slots.clone();
+        let mut http = self.http.clone();
         Box::pin(async move {
-            let tcp = connecting.await?;
+            let slot = tokio::time::timeout(handshake, slots.acquire_owned())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .ok_or(NoSlot)?;
+            let tcp = http.call(uri).await?;
             if !secure {
-                return Ok(UpstreamStream::Plain(tcp));
+                return Ok(UpstreamStream {
+                    io: Io::Plain(tcp),
+                    _slot: slot,
+                });
             }
             let tls = tls.ok_or_else(|| TlsError::new(&host, "no TLS configured"))?;
             // An IPv6 host comes bracketed in a URI; the name is the address itself.
@@ -145,7 +169,10 @@ impl Service<Uri> for UpstreamConnector {
                 .await
                 .map_err(|_| TlsError::new(&host, "handshake timed out"))?
                 .map_err(|error| TlsError::new(&host, &error.to_string()))?;
-            Ok(UpstreamStream::Tls(Box::new(TokioIo::new(stream))))
+            Ok(UpstreamStream {
+                io: Io::Tls(Box::new(TokioIo::new(stream))),
+                _slot: slot,
+            })
         })
     }
 }
@@ -175,9 +202,28 @@ impl fmt::Display for TlsError {
 
 impl StdError for TlsError {}
 
-/// A connection to an upstream, in cleartext or TLS.
+/// No upstream connection slot came free within the connect timeout: every one of
+/// `limits.max_connections` is open.
 #[derive(Debug)]
-pub(crate) enum UpstreamStream {
+pub(crate) struct NoSlot;
+
+impl fmt::Display for NoSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("every upstream connection slot is in use (limits.max_connections)")
+    }
+}
+
+impl StdError for NoSlot {}
+
+/// A connection to an upstream, in cleartext or TLS, holding its slot until it closes.
+#[derive(Debug)]
+pub(crate) struct UpstreamStream {
+    io: Io,
+    _slot: OwnedSemaphorePermit,
+}
+
+#[derive(Debug)]
+enum Io {
     /// `http://`.
     Plain(TokioIo<TcpStream>),
     /// `https://`.
@@ -186,9 +232,9 @@ pub(crate) enum UpstreamStream {
 
 impl Connection for UpstreamStream {
     fn connected(&self) -> Connected {
-        match self {
-            UpstreamStream::Plain(tcp) => tcp.connected(),
-            UpstreamStream::Tls(tls) => tls.inner().get_ref().0.connected(),
+        match &self.io {
+            Io::Plain(tcp) => tcp.connected(),
+            Io::Tls(tls) => tls.inner().get_ref().0.connected(),
         }
     }
 }
@@ -199,9 +245,9 @@ impl Read for UpstreamStream {
         cx: &mut Context<'_>,
         buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
-            UpstreamStream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        match &mut self.get_mut().io {
+            Io::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Io::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -212,9 +258,9 @@ impl Write for UpstreamStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
-            UpstreamStream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        match &mut self.get_mut().io {
+            Io::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Io::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -223,30 +269,30 @@ impl Write for UpstreamStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
-            UpstreamStream::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, bufs),
+        match &mut self.get_mut().io {
+            Io::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
+            Io::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
-        match self {
-            UpstreamStream::Plain(tcp) => tcp.is_write_vectored(),
-            UpstreamStream::Tls(tls) => tls.is_write_vectored(),
+        match &self.io {
+            Io::Plain(tcp) => tcp.is_write_vectored(),
+            Io::Tls(tls) => tls.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
-            UpstreamStream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Io::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
-            UpstreamStream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Io::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -126,6 +126,7 @@ impl Proxy {
                 &config.upstream_roots,
                 config.down_time,
                 &config.timeouts,
+                config.limits.max_connections,
             ),
             codings,
             rules,

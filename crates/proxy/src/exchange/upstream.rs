@@ -77,16 +77,22 @@ pub(crate) struct Head {
 
 impl Upstreams {
     /// The pool for `servers`, with the connect, idle and response timeouts of `timeouts`;
-    /// `https://` servers are verified against `roots`.
+    /// `https://` servers are verified against `roots`; at most `max_connections` upstream
+    /// connections open at once.
     pub(crate) fn new(
         servers: &[Upstream],
         roots: &UpstreamRoots,
         down_time: Duration,
         timeouts: &Timeouts,
+        max_connections: usize,
     ) -> Upstreams {
-        let connector = UpstreamConnector::new(servers, roots, timeouts);
+        let connector = UpstreamConnector::new(servers, roots, timeouts, max_connections);
+        // Idle connections hold slots too: together they keep at most half, so that a burst
+        // that left one server's connections idle cannot leave none to open to another.
+        let idle_per_server = (max_connections / (2 * servers.len().max(1))).max(1);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(timeouts.idle)
+            .pool_max_idle_per_host(idle_per_server)
             .http1_read_buf_exact_size(UPSTREAM_READ_SIZE)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())

@@ -367,3 +367,39 @@ async fn a_get_body_without_a_length_reaches_the_origin_whole() {
     }
     assert_eq!(out, b"received 3000");
 }
+
+#[tokio::test]
+async fn streams_open_no_more_upstream_connections_than_the_limit() {
+    // Until 2026-11-27 every stream took an upstream socket of its own, whatever
+    // `limits.max_connections` said, and a few clients ran the proxy out of descriptors.
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.limits.max_connections = 2;
+        config.timeouts.upstream_response = Duration::from_secs(5);
+    })
+    .await;
+    let (send, _driver) = h2_connect(proxy.addr).await;
+    let addr = proxy.addr;
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            let send = send.clone();
+            tokio::spawn(async move { h2_get(&send, addr, "/slow-head", &[]).await.0.status })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both slots are held: a third stream waits the connect timeout for one, then is a 502.
+    let started = Instant::now();
+    let (head, _) = h2_get(&send, addr, "/small.txt", &[]).await;
+    assert_eq!(head.status, 502);
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+    for stream in slow {
+        assert_eq!(stream.await.expect("joined"), 200);
+    }
+    // The origin was not to blame: it is not marked down.
+    let (head, _) = h2_get(&send, addr, "/small.txt", &[]).await;
+    assert_eq!(head.status, 200);
+}

@@ -3,6 +3,8 @@
 
 use std::error::Error;
 
+use crate::exchange::connector::NoSlot;
+
 /// An error with its causes, for a log line: hyper-util's client error says only "client
 /// error (Connect)", the reason (a refused connection, a certificate for another name) is
 /// in its sources.
@@ -21,10 +23,13 @@ impl std::fmt::Display for Chain<'_> {
 }
 
 /// Whether a connect failed for want of something on this machine (descriptors, ports,
-/// buffers), not because of the upstream.
+/// buffers, an upstream connection slot), not because of the upstream.
 pub(super) fn local_failure(error: &(dyn Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(error) = cause {
+        if error.is::<NoSlot>() {
+            return true;
+        }
         let code = error
             .downcast_ref::<std::io::Error>()
             .and_then(std::io::Error::raw_os_error);
