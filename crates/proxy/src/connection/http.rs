@@ -244,6 +244,7 @@ impl Connection {
             let cut = more.clone();
             let client = ClientLink::new(&phases, &tunnel);
             let served = phases.serve();
+            let answer = phases.answer();
             let hsts = hsts.clone();
             let span =
                 debug_span!("request", method = %request.method(), path = %request.uri().path());
@@ -254,6 +255,7 @@ impl Connection {
             let exchange: Exchange = Box::pin(
                 async move {
                     let mut response = proxy.handle(request, peer, more, client).await;
+                    answer.given();
                     if let Some(value) = hsts {
                         response
                             .headers_mut()

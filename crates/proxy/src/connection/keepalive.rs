@@ -75,6 +75,10 @@ struct Shared {
     /// The read waiting for the connection, woken when a response ends so that it arms the
     /// idle deadline.
     reader: Option<Waker>,
+    /// HTTP/2: requests whose response head was ready, and those the client cancelled (reset)
+    /// before it was ([`Answer`]).
+    answered: u32,
+    cancelled: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +104,8 @@ impl Phases {
                 idle_expired: false,
                 closer: None,
                 reader: None,
+                answered: 0,
+                cancelled: 0,
             })),
             stalls: Stalls::default(),
             interim: Interim::default(),
@@ -129,6 +135,11 @@ impl Phases {
         shared.open += 1;
         shared.phase = Phase::Busy;
         Served(self.clone())
+    }
+
+    /// A request's [`Answer`]: dropped before [`Answer::given`], the client cancelled it.
+    pub(crate) fn answer(&self) -> Answer {
+        Answer(Some(self.clone()))
     }
 
     /// Requests being served now.
@@ -203,7 +214,8 @@ impl Phases {
         }
     }
 
-    /// The idle deadline of an HTTP/2 connection passed: wakes [`Phases::idle_expired`].
+    /// The idle deadline of an HTTP/2 connection passed, or its client cancels too many
+    /// requests ([`MAX_CANCELLED`]): wakes [`Phases::idle_expired`], which closes it.
     fn tell_idle(&self) {
         let closer = {
             let mut shared = self.lock();
@@ -223,6 +235,55 @@ enum Expiry {
     Fail,
     /// The connection is told to close itself ([`Phases::idle_expired`]).
     Tell,
+}
+
+/// HTTP/2 requests a client may cancel before their response head, past as many as it let
+/// be answered, before the connection is told to close (GOAWAY): the rapid reset of
+/// CVE-2023-44487 with each `RST_STREAM` one write after its `HEADERS`, which h2's count of
+/// streams reset before the server accepted them never sees. Each such request costs an
+/// upstream request and, its connection closed unread, an upstream connection. A browser
+/// cancels a few (a page left, a prefetch dropped), never a hundred more than it reads.
+pub(crate) const MAX_CANCELLED: u32 = 100;
+
+/// Whether one request was answered: given when its response head is ready; dropped without
+/// that, the client cancelled the request, and too many cancels close an HTTP/2 connection
+/// ([`MAX_CANCELLED`]).
+#[derive(Debug)]
+pub(crate) struct Answer(Option<Phases>);
+
+impl Answer {
+    /// The response head is ready.
+    pub(crate) fn given(mut self) {
+        if let Some(phases) = self.0.take() {
+            let mut shared = phases.lock();
+            shared.answered = shared.answered.saturating_add(1);
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        let Some(phases) = self.0.take() else {
+            return;
+        };
+        let (cancelled, answered) = {
+            let mut shared = phases.lock();
+            shared.cancelled = shared.cancelled.saturating_add(1);
+            let abusive = shared.multiplexed
+                && !shared.idle_expired
+                && shared.cancelled.saturating_sub(shared.answered) >= MAX_CANCELLED;
+            if !abusive {
+                return;
+            }
+            (shared.cancelled, shared.answered)
+        };
+        tracing::warn!(
+            cancelled,
+            answered,
+            "HTTP/2 client cancels its requests before their answers (rapid reset): closing the connection"
+        );
+        phases.tell_idle();
+    }
 }
 
 /// Held while a request is served; the drop of the last one open starts the idle wait.

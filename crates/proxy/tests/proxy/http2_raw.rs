@@ -456,6 +456,52 @@ async fn a_rapid_reset_flood_is_cut_off_and_others_are_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resets_one_write_after_their_headers_are_cut_off_too() {
+    // Each RST_STREAM goes with the next stream's HEADERS, so hyper has accepted every
+    // stream it resets and h2's count of resets before accept never moves: until 2026-11-27
+    // all 1,000 streams went to the origin, each on a new upstream connection.
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let addr = proxy.addr;
+    let mut raw = RawH2::connect(addr).await;
+    let block = get_block(&addr.to_string(), "/slow-body");
+    let mut goaway = None;
+    let mut sent = 0;
+    for i in 0..1000u32 {
+        let id = 2 * i + 1;
+        let mut write = Frame::encode(HEADERS, END_HEADERS | END_STREAM, id, &block);
+        if i > 0 {
+            write.extend(Frame::encode(RST_STREAM, 0, id - 2, &CANCEL.to_be_bytes()));
+        }
+        if raw.send(&write).await.is_err() {
+            break;
+        }
+        sent += 1;
+        // Reads what came (PINGs are answered), a millisecond per stream.
+        match raw.next(Duration::from_millis(1)).await {
+            Next::Frame(frame) if frame.kind == GOAWAY => {
+                goaway.get_or_insert(frame.error_code());
+            }
+            Next::Closed => break,
+            _ => {}
+        }
+    }
+    loop {
+        match raw.next(BOUND_RAW).await {
+            Next::Frame(frame) if frame.kind == GOAWAY => {
+                goaway.get_or_insert(frame.error_code());
+            }
+            Next::Frame(_) => {}
+            Next::Closed | Next::TimedOut => break,
+        }
+    }
+    let hits = origin.hits.load(Ordering::SeqCst);
+    eprintln!("sent {sent}, goaway {goaway:?}, origin hits {hits}");
+    assert_eq!(goaway, Some(NO_ERROR), "no GOAWAY after {sent} streams");
+    assert!(hits < 400, "{hits} of {sent} streams reached the origin");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuation_flood_is_cut_off_and_others_are_served() {
     // 100 MB of header block if it were all taken.
     const FRAMES: usize = 100_000;
