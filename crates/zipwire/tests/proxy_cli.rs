@@ -196,6 +196,10 @@ fn check_refuses_missing_unreadable_and_mismatched_certificates() {
     let (_, other_key, _) = certificate(&dir, "other", "proxy.test");
     let missing = dir.join("missing.pem");
     let not_pem = config_file("proxy-tls-not-a-key.pem", "not a key\n");
+    let encrypted = config_file(
+        "proxy-tls-encrypted-key.pem",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIBvTBXBgkqhkiG9w0BBQ0wSjApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    );
     let rows: &[(&Path, &Path, String)] = &[
         (
             &missing,
@@ -211,6 +215,14 @@ fn check_refuses_missing_unreadable_and_mismatched_certificates() {
             format!(
                 "zipwire: {}: cannot read a PEM private key",
                 not_pem.display()
+            ),
+        ),
+        (
+            &cert,
+            &encrypted,
+            format!(
+                "zipwire: {}: the private key is encrypted, which is not supported",
+                encrypted.display()
             ),
         ),
         (

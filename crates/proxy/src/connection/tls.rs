@@ -346,8 +346,18 @@ fn load(files: &CertificateFiles, provider: &CryptoProvider) -> Result<Certified
     }
     ParsedCertificate::try_from(&chain[0])
         .map_err(|e| at(&files.cert, format!("not an X.509 certificate: {e}")))?;
-    let key = PrivateKeyDer::from_pem_file(&files.key)
-        .map_err(|e| at(&files.key, format!("cannot read a PEM private key: {e}")))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| {
+        // An encrypted key (`BEGIN ENCRYPTED PRIVATE KEY`) is no item rustls reads: say so
+        // rather than "no items found".
+        let encrypted = std::fs::read_to_string(&files.key)
+            .is_ok_and(|text| text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+        let reason = if encrypted {
+            "the private key is encrypted, which is not supported: decrypt it (openssl pkey -in KEY -out KEY.plain)".to_owned()
+        } else {
+            format!("cannot read a PEM private key: {e}")
+        };
+        at(&files.key, reason)
+    })?;
     warn_if_exposed(&files.key);
     CertifiedKey::from_der(chain, key, provider).map_err(|e| {
         at(
