@@ -3,7 +3,8 @@
 //!
 //! All three files are written to temporary files first (created new, so never through a
 //! symlink an attacker planted) and put in place only once all three are complete: a failure
-//! half-way leaves no orphaned key beside an old certificate. The directory is created 0700.
+//! half-way leaves no orphaned key beside an old certificate (with `--force`, the old files
+//! are put back). The directory is created 0700.
 
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Write};
@@ -86,8 +87,30 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<Pat
 
 /// Moves every temporary file to its place: rename (which replaces a symlink rather than
 /// following it) with `force`, a hard link that fails on anything existing without it. On a
-/// failure the files already placed are taken back.
+/// failure the files already placed are taken back, and with `force` the old ones put back:
+/// they are kept aside as hard links until every new file is in place (until 2026-11-27 a
+/// failed `--force` left a new key beside the old certificate).
 fn place(files: &[(PathBuf, PathBuf)], force: bool) -> io::Result<()> {
+    let mut kept: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if force {
+        for (_, dest) in files {
+            if fs::symlink_metadata(dest).is_err() {
+                continue;
+            }
+            let aside = dest.with_file_name(format!(
+                ".{}.old",
+                dest.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            let _ = fs::remove_file(&aside);
+            if let Err(e) = fs::hard_link(dest, &aside) {
+                for (aside, _) in &kept {
+                    let _ = fs::remove_file(aside);
+                }
+                return Err(io::Error::new(e.kind(), format!("{}: {e}", dest.display())));
+            }
+            kept.push((aside, dest.clone()));
+        }
+    }
     for (done, (temp, dest)) in files.iter().enumerate() {
         let moved = if force {
             fs::rename(temp, dest)
@@ -95,13 +118,19 @@ fn place(files: &[(PathBuf, PathBuf)], force: bool) -> io::Result<()> {
             fs::hard_link(temp, dest)
         };
         if let Err(e) = moved {
-            if !force {
-                for (_, placed) in &files[..done] {
+            for (_, placed) in &files[..done] {
+                if !kept.iter().any(|(_, old)| old == placed) {
                     let _ = fs::remove_file(placed);
                 }
             }
+            for (aside, old) in &kept {
+                let _ = fs::rename(aside, old);
+            }
             return Err(io::Error::new(e.kind(), format!("{}: {e}", dest.display())));
         }
+    }
+    for (aside, _) in &kept {
+        let _ = fs::remove_file(aside);
     }
     Ok(())
 }
@@ -190,6 +219,29 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(left, ["token"], "orphans after a failed keygen");
+
+        // With --force, a failure puts the old files back: no new key beside the old
+        // certificate (a directory where the token goes cannot be replaced).
+        let (old_key, old_cert) = (
+            fs::read(dir.join("key.pem")).unwrap(),
+            fs::read(dir.join("cert.pem")).unwrap(),
+        );
+        fs::remove_file(dir.join("token")).unwrap();
+        fs::create_dir_all(dir.join("token/x")).unwrap();
+        assert!(keygen(&dir, true).is_err());
+        assert_eq!(fs::read(dir.join("key.pem")).unwrap(), old_key);
+        assert_eq!(fs::read(dir.join("cert.pem")).unwrap(), old_cert);
+        let mut left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["cert.pem", "key.pem", "token"],
+            "after a failed --force"
+        );
     }
 
     #[test]
