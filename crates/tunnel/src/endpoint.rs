@@ -326,7 +326,9 @@ async fn serve(tcp: TcpStream, peer: SocketAddr, mut startup: Startup, conn: Con
     }
     info!(%peer, forward, "tunnel connection authenticated");
     let probe = LinkProbe::new(stream.get_ref().0);
-    match relay(target, stream, probe, hello.accepts, shared).await {
+    // Each client's pace is its own: the server's clients come by different paths.
+    let path = Some(peer.ip().to_canonical());
+    match relay(target, stream, probe, hello.accepts, shared, path).await {
         Ok(()) => debug!(%peer, "tunnel connection closed"),
         Err(e) => warn!(%peer, error = %e, "tunnel connection failed"),
     }
@@ -441,7 +443,7 @@ impl Client {
                 match connected {
                     Ok((stream, peer_accepts)) => {
                         let probe = LinkProbe::new(stream.get_ref().0);
-                        match relay(local, stream, probe, peer_accepts, shared).await {
+                        match relay(local, stream, probe, peer_accepts, shared, None).await {
                             Ok(()) => debug!(%peer, "forwarded connection closed"),
                             Err(e) => warn!(%peer, error = %e, "forwarded connection failed"),
                         }

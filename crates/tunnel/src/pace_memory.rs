@@ -5,8 +5,9 @@
 //! from what its own connection sent. On a link far faster than the compressor, a fresh
 //! policy compresses its first dozens of blocks before it knows that raw blocks deliver more,
 //! which costs a 30 MB transfer on an unshaped link a fifth of its rate. Connections of one
-//! endpoint travel the same path, so each new one starts from the pace the last ones
-//! measured. Only the pace is shared, never data or compression state (see the crate's
+//! path travel alike, so each new one starts from the pace the last ones on its path
+//! measured: a client has one path (its server), a server one per client address
+//! ([`crate::relay`]'s `path`). Only the pace is shared, never data or compression state (see the crate's
 //! security notes).
 
 use std::time::{Duration, Instant};

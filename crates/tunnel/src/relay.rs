@@ -19,6 +19,7 @@
 
 use std::fmt;
 use std::io;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,7 +156,9 @@ enum Outgoing {
 
 /// Carries `local` over `tunnel` until both directions have ended, or one fails;
 /// `peer_accepts` is what the peer said it accepts in the handshake, and `probe` reads the
-/// kernel's view of the tunnel's TCP connection for the policy.
+/// kernel's view of the tunnel's TCP connection for the policy; `path` names the way the
+/// tunnel comes (the peer's address on a server), whose remembered pace a new connection
+/// starts from.
 ///
 /// The local connection is reset on close from the start and set back to a plain close only
 /// when both directions ended cleanly: whatever drops it early (a failure, a runtime shut
@@ -170,6 +173,7 @@ pub async fn relay<S>(
     probe: Option<LinkProbe>,
     peer_accepts: u8,
     shared: Arc<Shared>,
+    path: Option<IpAddr>,
 ) -> Result<(), RelayError>
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -185,7 +189,7 @@ where
     let choice = choice_for(&shared.choice, peer_accepts);
     let zstd = peer_accepts & ACCEPT_ZSTD != 0;
     let mut policy = Policy::new(choice, zstd);
-    if let Some(pace) = shared.pace_memory().recall(Instant::now()) {
+    if let Some(pace) = shared.recall_pace(path, Instant::now()) {
         policy.recall_pace(pace);
     }
     let acked = probe.as_ref().and_then(LinkProbe::try_clone);
@@ -194,7 +198,7 @@ where
         tx.clone(),
         writer_waiting.clone(),
         (policy, probe),
-        shared.clone(),
+        (shared.clone(), path),
     );
     let heard = Arc::new(Heard::new());
     let watcher = watch_loop(tx.downgrade(), (heard.clone(), acked), shared.clone());
@@ -336,7 +340,7 @@ async fn send_loop(
     tx: mpsc::Sender<Outgoing>,
     writer_waiting: Arc<AtomicBool>,
     (mut policy, probe): (Policy, Option<LinkProbe>),
-    shared: Arc<Shared>,
+    (shared, path): (Arc<Shared>, Option<IpAddr>),
 ) -> Result<(), RelayError> {
     let mut encoder = Some(Box::new(BlockEncoder::new()));
     let mut block = vec![0u8; shared.block_size];
@@ -410,7 +414,7 @@ async fn send_loop(
             });
             if let Some(pace) = policy.measured_pace() {
                 shared.stats.link_measured(pace);
-                shared.pace_memory().remember(pace, Instant::now());
+                shared.remember_pace(path, pace, Instant::now());
             }
         }
     }

@@ -2,6 +2,8 @@
 //! budget, the pace memory, the drain and the keepalive), and what follows from the
 //! handshake: what this end accepts, and the choice for what the peer accepts.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use crate::frame::{self, Codec, Method};
 use crate::handshake::{ACCEPT_ALL, ACCEPT_DEFLATE, ACCEPT_ZSTD};
 use crate::keepalive::Keepalive;
 use crate::pace_memory::PaceMemory;
-use crate::policy::Choice;
+use crate::policy::{Choice, Pace};
 use crate::stats::Stats;
 
 /// What every connection of an endpoint shares.
@@ -32,8 +34,16 @@ pub struct Shared {
     pub keepalive: Option<Keepalive>,
     compress_nanos: AtomicU64,
     compress_bytes: AtomicU64,
-    pace: Mutex<PaceMemory>,
+    /// The pace memory of each path: one per peer address on a server, whose clients each
+    /// come their own way (until 2026-11-27 a server had one for all, and a client on a fast
+    /// path started from the pace of a slow one's last transfer, 5-10 times slower); a
+    /// client's one path is `None`.
+    paces: Mutex<HashMap<Option<IpAddr>, PaceMemory>>,
 }
+
+/// Paths whose pace a server remembers at once; past it, expired ones are forgotten, and if
+/// none has expired, all (a pace is only a head start).
+const MAX_PATHS: usize = 4096;
 
 impl Shared {
     /// Shared state for an endpoint.
@@ -47,7 +57,7 @@ impl Shared {
             keepalive: None,
             compress_nanos: AtomicU64::new(0),
             compress_bytes: AtomicU64::new(0),
-            pace: Mutex::new(PaceMemory::default()),
+            paces: Mutex::new(HashMap::new()),
         }
     }
 
@@ -60,8 +70,27 @@ impl Shared {
         }
     }
 
-    pub(crate) fn pace_memory(&self) -> std::sync::MutexGuard<'_, PaceMemory> {
-        self.pace.lock().unwrap_or_else(PoisonError::into_inner)
+    fn paces(&self) -> std::sync::MutexGuard<'_, HashMap<Option<IpAddr>, PaceMemory>> {
+        self.paces.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The pace the connections on `path` measured last, if recent.
+    pub(crate) fn recall_pace(&self, path: Option<IpAddr>, now: Instant) -> Option<Pace> {
+        self.paces()
+            .get(&path)
+            .and_then(|memory| memory.recall(now))
+    }
+
+    /// Records a pace a connection on `path` measured.
+    pub(crate) fn remember_pace(&self, path: Option<IpAddr>, pace: Pace, now: Instant) {
+        let mut paces = self.paces();
+        if paces.len() >= MAX_PATHS && !paces.contains_key(&path) {
+            paces.retain(|_, memory| memory.recall(now).is_some());
+            if paces.len() >= MAX_PATHS {
+                paces.clear();
+            }
+        }
+        paces.entry(path).or_default().remember(pace, now);
     }
 
     /// Counts a compression against the CPU budget; returns whether the budget is spent.
@@ -110,5 +139,32 @@ pub(crate) fn accepted(codec: Codec, accepts: u8) -> bool {
         Codec::Raw => true,
         Codec::Deflate | Codec::DeflateWindow => accepts & ACCEPT_DEFLATE != 0,
         Codec::Zstd => accepts & ACCEPT_ZSTD != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_path_remembers_its_own_pace() {
+        let shared = Shared::new(Choice::Auto, 128 * 1024, None);
+        let now = Instant::now();
+        let (slow, fast): (Option<IpAddr>, Option<IpAddr>) = (
+            Some("192.0.2.1".parse().unwrap()),
+            Some("192.0.2.2".parse().unwrap()),
+        );
+        shared.remember_pace(slow, Pace::Limited(1.25e6), now);
+        assert_eq!(shared.recall_pace(slow, now), Some(Pace::Limited(1.25e6)));
+        assert_eq!(shared.recall_pace(fast, now), None);
+        assert_eq!(shared.recall_pace(None, now), None);
+        // Past the cap, expired paths are forgotten first.
+        let later = now + crate::pace_memory::REMEMBER_FOR + Duration::from_secs(1);
+        for i in 0..MAX_PATHS as u32 {
+            let path = Some(IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i)));
+            shared.remember_pace(path, Pace::AtLeast(1e9), later);
+        }
+        assert!(shared.paces().len() <= MAX_PATHS);
+        assert_eq!(shared.recall_pace(slow, later), None);
     }
 }
