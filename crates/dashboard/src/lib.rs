@@ -45,10 +45,12 @@ mod body;
 pub mod events;
 mod process;
 mod routes;
+mod send_timeout;
 mod serve;
 
 pub use body::Body;
 pub use events::MAX_VIEWERS;
 pub use process::process_rss_bytes;
 pub use routes::{Dashboard, Kind, Source};
+pub use send_timeout::{SEND_BUFFER, SEND_TIMEOUT};
 pub use serve::{serve, serve_with, HEAD_TIMEOUT, MAX_CONNECTIONS};

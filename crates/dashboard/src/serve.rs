@@ -8,7 +8,9 @@
 //! - at most [`MAX_CONNECTIONS`] are served at once (more wait in the listen queue), so that
 //!   idle ones cannot take the file descriptors the program needs for its real work;
 //! - a request head not read within [`HEAD_TIMEOUT`] closes the connection, so a client that
-//!   sends a partial head and waits holds no task for good;
+//!   sends a partial head and waits holds no task for good, and a write the client takes
+//!   nothing of within [`SEND_TIMEOUT`] does too (`send_timeout.rs`: a dashboard viewer that
+//!   stopped reading gives back its seat);
 //! - on a connection to a loopback address (a wildcard listener takes those too) it answers
 //!   only requests whose `Host` is a loopback name or an IP
 //!   address: a web page the operator's browser opens on a name that its DNS then points at
@@ -29,6 +31,7 @@ use tracing::{debug, warn};
 
 use crate::body::Body;
 use crate::routes::{Dashboard, Source};
+use crate::send_timeout::{SendTimeout, SEND_BUFFER, SEND_TIMEOUT};
 
 /// Admin connections served at once; more wait in the listen queue.
 pub const MAX_CONNECTIONS: usize = 32;
@@ -47,7 +50,7 @@ pub async fn serve(listener: TcpListener, stats: Arc<dyn Source>, dashboard: Das
 }
 
 /// Serves `answer`'s responses on `listener` over HTTP/1.1 until the task is dropped, with
-/// the module's three guards: a connection limit, a head timeout, and a `421` to a request
+/// the module's guards: a connection limit, a head and a send timeout, and a `421` to a request
 /// on a loopback listener whose `Host` is not local.
 pub async fn serve_with<F>(listener: TcpListener, answer: F)
 where
@@ -86,6 +89,8 @@ where
                 };
                 async move { Ok::<_, Infallible>(response) }
             });
+            let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
+            let stream = SendTimeout::new(stream, SEND_TIMEOUT);
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEAD_TIMEOUT)
