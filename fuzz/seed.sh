@@ -17,8 +17,11 @@ mkdir -p corpus/inflate corpus/gzip_header corpus/roundtrip corpus/window corpus
 # Files up to 8 KB: big enough to hold every block type, small enough for libFuzzer's -max_len.
 find "$src" -type f -size -8k | sort | while read -r file; do
     name=$(basename "$file")
-    # gzip_header takes raw bytes: a gzip member with the file name in its header.
-    gzip -9 -N -c "$file" > "corpus/gzip_header/$name.gz"
+    # gzip_header: a gzip member with the file name in its header, in the target's framed
+    # form (an odd first byte stands for the magic and method, which the target puts back),
+    # so that mutations reach the flags and fields. Until 2026-11-27 the seeds were raw
+    # members, whose odd first byte 1f framed them again: every seed was refused at once.
+    { printf '\x01'; gzip -9 -N -c "$file" | tail -c +4; } > "corpus/gzip_header/$name.gz"
     # inflate's input is `Case`: format byte, two absent limits, chunk and window (u16 LE),
     # then the stream. 0 = gzip, 1 = zlib, 2 = raw.
     printf '\x00\x00\x00\x00\x10\x00\x10' > "corpus/inflate/$name.gzip"
@@ -86,5 +89,10 @@ for lines in 'gzip, deflate, br, zstd' 'gzip;q=1.0, identity; q=0.5, *;q=0' 'br;
     printf "$lines" > "corpus/accept_encoding/seed-$i"
 done
 for target in inflate gzip_header roundtrip window tunnel_frames accept_encoding cli_decompress; do
-    printf 'seed.sh: %s: %s inputs\n' "$target" "$(ls "corpus/$target" | wc -l)"
+    count=$(ls "corpus/$target" | wc -l)
+    printf 'seed.sh: %s: %s inputs\n' "$target" "$count"
+    if [ "$count" = 0 ] && [ "${CI:-}" = true ]; then
+        echo "seed.sh: no seed for $target under CI=true (an empty corpus?)" >&2
+        exit 1
+    fi
 done

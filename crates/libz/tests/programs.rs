@@ -123,6 +123,13 @@ fn nginx_gzip_serves_pages_curl_decodes_with_no_alert() {
     for port in &ports {
         wait_listening(*port, &mut server.0, &log);
     }
+    // Loaded for real: a preload that fails only costs a message, and nginx would then serve
+    // with the system zlib and pass every check below.
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).expect("maps");
+    assert!(
+        maps.contains(&*common::library().to_string_lossy()),
+        "nginx runs without the library"
+    );
     let out = tmp.path().join("out");
     for (level, port) in levels.iter().zip(&ports) {
         for page in &pages {
@@ -244,7 +251,7 @@ fn ssh_and_scp_compressed_copy_files_intact_with_either_or_both_ends_preloaded()
     std::fs::write(&src, &data).expect("src");
     let (_plain, plain_port) = start_sshd(dir, false);
     let (_preloaded, preloaded_port) = start_sshd(dir, true);
-    let ssh_opts = |cmd: &mut Command, port: u16, client_preload: bool| {
+    let ssh_opts = |cmd: &mut Command, client_preload: bool, log_level: &str| {
         cmd.arg("-i")
             .arg(dir.join("client_key"))
             .args([
@@ -253,8 +260,7 @@ fn ssh_and_scp_compressed_copy_files_intact_with_either_or_both_ends_preloaded()
                 "-o",
                 "UserKnownHostsFile=/dev/null",
             ])
-            .args(["-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-C"]);
-        let _ = port;
+            .args(["-o", "BatchMode=yes", "-o", log_level, "-C"]);
         if client_preload {
             cmd.env("LD_PRELOAD", common::library())
                 .env("ZIPWIRE_ZLIB_LOG", "1");
@@ -267,25 +273,32 @@ fn ssh_and_scp_compressed_copy_files_intact_with_either_or_both_ends_preloaded()
         // Upload: the client compresses.
         let up = dir.join("up.bin");
         let mut cmd = Command::new("ssh");
-        ssh_opts(&mut cmd, port, client);
+        ssh_opts(&mut cmd, client, "LogLevel=DEBUG1");
         cmd.args(["-p", &port.to_string(), "root@127.0.0.1"])
             .arg(format!("cat > {}", up.display()))
             .stdin(std::fs::File::open(&src).expect("src"));
         let out = cmd.output().expect("ssh");
         assert!(out.status.success(), "{case}: ssh upload: {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
         if client {
             assert!(
-                String::from_utf8_lossy(&out.stderr).contains("zipwire-libz"),
+                said.contains("zipwire-libz"),
                 "{case}: the client did not load the library"
             );
         }
+        // Compression was agreed on, both ways (the data alone would pass without it).
+        assert_eq!(
+            said.matches("compression: zlib@openssh.com").count(),
+            2,
+            "{case}: no compression agreed:\n{said}"
+        );
         assert!(
             std::fs::read(&up).expect("up") == data,
             "{case}: ssh upload differs"
         );
         // Download: the server compresses.
         let mut cmd = Command::new("ssh");
-        ssh_opts(&mut cmd, port, client);
+        ssh_opts(&mut cmd, client, "LogLevel=ERROR");
         cmd.args(["-p", &port.to_string(), "root@127.0.0.1"])
             .arg(format!("cat {}", src.display()));
         let out = cmd.output().expect("ssh");
@@ -305,7 +318,7 @@ fn ssh_and_scp_compressed_copy_files_intact_with_either_or_both_ends_preloaded()
             ),
         ] {
             let mut cmd = Command::new("scp");
-            ssh_opts(&mut cmd, port, client);
+            ssh_opts(&mut cmd, client, "LogLevel=ERROR");
             cmd.args(["-q", "-P", &port.to_string(), &from, &to]);
             let out = cmd.output().expect("scp");
             assert!(out.status.success(), "{case}: scp {from} {to}: {out:?}");

@@ -37,8 +37,9 @@ struct Programs {
 enum Compare {
     /// Every byte of output, message and file.
     Exact,
-    /// Compressed bytes differ between the implementations: ratios in messages are masked,
-    /// files are compared by name and standard output by whether there is any.
+    /// Compressed bytes differ between the implementations: ratios in messages and the
+    /// numbers of `--list` rows are masked, and compressed files and output are compared by
+    /// being there; everything else whole.
     Compressing,
 }
 
@@ -132,6 +133,29 @@ fn mask_ratios(text: &str) -> String {
         .collect()
 }
 
+/// Masks the numbers of `--list` rows (those with a ratio), whose compressed sizes differ.
+fn mask_sizes(stdout: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        if line.contains('%') {
+            let mut last_digit = false;
+            for c in line.chars() {
+                let digit = c.is_ascii_digit() || (last_digit && c == '.');
+                if !digit {
+                    out.push(c);
+                } else if !last_digit {
+                    out.push('N');
+                }
+                last_digit = digit;
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    out.into_bytes()
+}
+
 /// Runs each script under both implementations and asserts the outcomes agree.
 fn same_as_gzip(setup: &dyn Fn(&Path), scripts: &[&str], stdin: &[u8], compare: Compare) {
     let Some(gzip) = real_gzip() else { return };
@@ -144,10 +168,21 @@ fn same_as_gzip(setup: &dyn Fn(&Path), scripts: &[&str], stdin: &[u8], compare: 
         let mut want = outcome(&gzip, setup, script, stdin);
         let mut got = outcome(&zipwire, setup, script, stdin);
         if compare == Compare::Compressing {
+            // Only the compressed bytes may differ: what a script prints otherwise (`od` of a
+            // header field, `ls` of a restored time, a round trip's text) and the plain files
+            // are compared whole (until 2026-11-27 all of it was thrown away).
+            let compressed = |bytes: &[u8]| bytes.starts_with(&[0x1f, 0x8b]);
             for side in [&mut want, &mut got] {
                 side.stderr = mask_ratios(&side.stderr);
-                side.stdout = vec![u8::from(!side.stdout.is_empty())];
-                side.files.iter_mut().for_each(|(_, bytes)| bytes.clear());
+                if compressed(&side.stdout) {
+                    side.stdout = b"(compressed)".to_vec();
+                } else {
+                    side.stdout = mask_sizes(&side.stdout);
+                }
+                side.files
+                    .iter_mut()
+                    .filter(|(_, bytes)| compressed(bytes))
+                    .for_each(|(_, bytes)| bytes.clear());
             }
         }
         assert_eq!(got.code, want.code, "{script}: {}", got.stderr);

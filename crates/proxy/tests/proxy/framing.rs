@@ -309,18 +309,19 @@ async fn early_hints_come_before_a_late_final_response_and_after_the_one_before(
     let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
     let mut client = RawClient::connect(proxy.addr).await;
     client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
-    let started = std::time::Instant::now();
     let hints = client.response(false).await;
+    let hinted = std::time::Instant::now();
     assert_eq!(hints.status(), 103, "{}", hints.head);
     assert_eq!(hints.field("link"), Some("</app.js>; rel=preload"));
-    // The hints went out before the upstream's final response existed (with 900 ms for a
-    // loaded machine's round trip and upstream connect).
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
-    );
     let first = client.response(false).await;
+    // The hints went out before the upstream's final response existed, which comes 1 s after
+    // them: held back, they would arrive with it. (A bound on the hints' own arrival, 900 ms,
+    // was tight on a loaded machine; the gap shrinks only if the hints are late.)
+    assert!(
+        hinted.elapsed() > Duration::from_millis(300),
+        "the final response followed the hints after {:?}",
+        hinted.elapsed()
+    );
     assert_eq!(first.status(), 200, "{}", first.head);
     assert_eq!(first.body, expected);
     // Two requests pipelined: each one's hints follow the previous response whole.
