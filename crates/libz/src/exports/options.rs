@@ -16,7 +16,7 @@ use crate::state::{Kind, State};
 ///
 /// # Safety
 ///
-/// As [`deflate`]; `dictionary` valid for `dictLength` bytes.
+/// As [`deflate`](super::deflate); `dictionary` valid for `dictLength` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn deflateSetDictionary(
     strm: z_streamp,
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn deflateSetDictionary(
 ///
 /// # Safety
 ///
-/// As [`deflate`]; `dictionary` null or 32 KB writable.
+/// As [`deflate`](super::deflate); `dictionary` null or 32 KB writable.
 #[no_mangle]
 pub unsafe extern "C" fn deflateGetDictionary(
     strm: z_streamp,
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn deflateGetDictionary(
 ///
 /// # Safety
 ///
-/// As [`deflate`].
+/// As [`deflate`](super::deflate).
 #[no_mangle]
 pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int) -> c_int {
     // SAFETY: the caller's contract.
@@ -124,7 +124,7 @@ fn prime_windowed(strm: &mut z_stream, engine: &mut Engine, bits: c_int, value: 
 ///
 /// # Safety
 ///
-/// As [`deflate`]; `head` stays valid until the header is written.
+/// As [`deflate`](super::deflate); `head` stays valid until the header is written.
 #[no_mangle]
 pub unsafe extern "C" fn deflateSetHeader(strm: z_streamp, head: gz_headerp) -> c_int {
     // SAFETY: the caller's contract.
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn deflateBound(strm: z_streamp, sourceLen: c_ulong) -> c_
 ///
 /// # Safety
 ///
-/// As [`deflate`]; `pending`/`bits` null or writable.
+/// As [`deflate`](super::deflate); `pending`/`bits` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn deflatePending(
     strm: z_streamp,
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn deflatePending(
 ///
 /// # Safety
 ///
-/// As [`deflate`].
+/// As [`deflate`](super::deflate).
 #[no_mangle]
 pub unsafe extern "C" fn deflateTune(
     strm: z_streamp,
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn deflateTune(
 ///
 /// # Safety
 ///
-/// `dest` null or writable; `source` as [`deflate`].
+/// `dest` null or writable; `source` as [`deflate`](super::deflate).
 #[no_mangle]
 pub unsafe extern "C" fn deflateCopy(dest: z_streamp, source: z_streamp) -> c_int {
     if dest.is_null() {
