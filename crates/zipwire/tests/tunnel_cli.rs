@@ -321,6 +321,21 @@ fn keygen(dir: &Path) -> (String, impl Fn(&str) -> String) {
     })
 }
 
+/// `tunnel server` on `listen`, forwarding to `target`, with the keys `path` names.
+fn server_args(listen: &str, target: &str, path: &impl Fn(&str) -> String) -> Vec<String> {
+    let mut args: Vec<String> = ["tunnel", "server", "--listen", listen, "--forward", target]
+        .map(str::to_owned)
+        .to_vec();
+    for (flag, file) in [
+        ("--cert", "cert.pem"),
+        ("--key", "key.pem"),
+        ("--token-file", "token"),
+    ] {
+        args.extend([flag.to_owned(), path(file)]);
+    }
+    args
+}
+
 /// Opens `n` TCP connections to `addr` that never start TLS.
 fn half_open(addr: &str, n: usize) -> Vec<TcpStream> {
     (0..n)
@@ -337,24 +352,12 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
     // 1 s was tight for a TLS login through two processes on a loaded 2-core machine.
     for (limit, served_within) in [(200, Duration::from_secs(5)), (40, Duration::from_secs(15))] {
         let server_addr = free_port();
-        let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
-        let args = [
-            "tunnel",
-            "server",
-            "--listen",
-            &server_addr,
-            "--forward",
-            &target,
-            "--cert",
-            &cert,
-            "--key",
-            &key,
-            "--token-file",
-            &token,
-        ];
+        let args = server_args(&server_addr, &target, &path);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let log = dir.path().join(format!("server-{limit}.log"));
         let server = start_limited(limit, &args, &log);
         server.wait_for("tunnel server ready");
+        let token = path("token");
         let client_addr = free_port();
         let client = Running::start(
             &[
@@ -406,26 +409,10 @@ fn a_flood_from_one_address_evicts_only_its_own_connections() {
     let (_pin, path) = keygen(dir.path());
     let target = echo_target();
     let addr = free_port();
-    let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
-    let server = Running::start(
-        &[
-            "tunnel",
-            "server",
-            "--listen",
-            &addr,
-            "--forward",
-            &target,
-            "--cert",
-            &cert,
-            "--key",
-            &key,
-            "--token-file",
-            &token,
-            "--max-startups",
-            "8",
-        ],
-        &dir.path().join("server.log"),
-    );
+    let mut args = server_args(&addr, &target, &path);
+    args.extend(["--max-startups".to_owned(), "8".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Running::start(&args, &dir.path().join("server.log"));
     server.wait_for("tunnel server ready");
     // A client that has connected and not yet sent its TLS hello (one far away), from
     // 127.0.0.2; then a flood of 100 that never start TLS, from 127.0.0.1.
