@@ -16,7 +16,8 @@
 //! read it (or identity to all). [`Decision::Pass`] therefore carries a [`Vary`]: `Add` for a
 //! compressible response passed because of this request (not accepted, request
 //! `no-transform`, budget), for upstream gzip passed to a client that accepts it (another
-//! client would get it decompressed), and for 304, which must repeat the `Vary` of the 200 it
+//! client would get it decompressed), for a response the upstream sent in another coding
+//! (it was negotiated on `Accept-Encoding`, said so or not), and for 304, which must repeat the `Vary` of the 200 it
 //! stands for (§15.4.5). nginx's `gzip_vary` does the same for compressible responses.
 //!
 //! # 304
@@ -25,8 +26,10 @@
 //! response to update by it (RFC 9111 §4.3.4): when the 200 would have been recoded for this
 //! request, its `ETag` was weakened, so the 304's is too ([`Vary::AddWeakEtag`]). A 304 often
 //! omits `Content-Type` and `Content-Encoding` (only the validator fields are required), so
-//! what it omits counts as compressible; what it does say (a type not compressed, another
-//! coding, `no-transform`) rules the weakening out. A weak `ETag` still matches the strong one
+//! what it omits counts as compressible, and a 304 without `Content-Encoding` to a client that
+//! does not take gzip may stand for upstream gzip that was decoded (whatever its type, and for
+//! an HTTP/1.0 client too). What it does say (a type not compressed, to a client that takes
+//! gzip; another coding; `no-transform`) rules the weakening out. A weak `ETag` still matches the strong one
 //! in the weak comparison that `If-None-Match` uses (RFC 9110 §13.1.2), so a 304 weakened for
 //! a 200 that was not recoded costs the cache nothing.
 //!
@@ -220,7 +223,9 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     }
     match resp.content_encoding {
         ContentEncoding::Identity => {}
-        ContentEncoding::Other => return pass(Bypass::AlreadyEncoded),
+        // Passed as it is, but a response in a content coding was negotiated on
+        // `Accept-Encoding` whether or not the upstream said so (as for gzip below).
+        ContentEncoding::Other => return pass_vary(Bypass::AlreadyEncoded),
         ContentEncoding::Gzip => return decide_gzip(req, payload),
     }
     let Some(media) = &resp.content_type else {
@@ -285,16 +290,21 @@ fn not_modified_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> V
     let recoded = match resp.content_encoding {
         ContentEncoding::Other => false,
         ContentEncoding::Gzip => !req.accept_encoding.accepts(Coding::Gzip),
+        // A 304 usually leaves `Content-Encoding` out, so its 200 may have been gzip from the
+        // upstream, decoded for a client that does not take gzip (of any type, and for an
+        // HTTP/1.0 client too); weak is the safe side when that cannot be ruled out.
         ContentEncoding::Identity => {
             let compressible = resp
                 .content_type
                 .as_ref()
                 .is_none_or(|media| !media.is_multipart() && cfg.is_compressible(media));
-            compressible
+            let compressed = compressible
+                && !req.close_delimited
                 && matches!(
                     req.accept_encoding.negotiate(&cfg.offered),
                     Negotiated::Coding(_)
-                )
+                );
+            compressed || !req.accept_encoding.accepts(Coding::Gzip)
         }
     };
     if recoded {

@@ -294,6 +294,9 @@ impl Proxy {
                 return self.error_response(&error, log);
             }
         };
+        // Counted once the head is going out: a body that failed before it became an error
+        // response above, counted as that.
+        self.count_decision(&decision);
         body.cork_between_calls(more);
         Response::from_parts(head, body)
     }
@@ -413,8 +416,8 @@ impl Proxy {
         })
     }
 
-    /// Phase 4: decides what to do with the response, rewrites its headers for a client
-    /// speaking `version`, and counts the decision. Returns the decision, the flush policy a
+    /// Phase 4: decides what to do with the response and rewrites its headers for a client
+    /// speaking `version` ([`Self::count_decision`] counts it once the head goes out). Returns the decision, the flush policy a
     /// compressed body follows, the memory permit a compressed or decoded body holds while it
     /// runs, and the encoder it runs.
     fn response_filter(
@@ -479,16 +482,6 @@ impl Proxy {
         if response.status == StatusCode::NOT_MODIFIED {
             headers::trim_not_modified(&mut response.headers);
         }
-        match decision.bypass() {
-            Some(reason) => self.counters.bypassed.add(reason),
-            None if matches!(decision, Decision::Compress { .. }) => {
-                Counters::bump(&self.counters.compressed);
-                if let Decision::Compress { coding, .. } = decision {
-                    Counters::bump(&self.counters.codings.get(coding).responses);
-                }
-            }
-            None => Counters::bump(&self.counters.decompressed),
-        }
         debug!(?decision, "response filter");
         let event_stream = facts
             .content_type
@@ -503,6 +496,20 @@ impl Proxy {
             self.flush
         };
         (decision, flush, permit, encoder)
+    }
+
+    /// Counts what [`Self::response_filter`] decided for a response that goes out.
+    fn count_decision(&self, decision: &Decision) {
+        match decision.bypass() {
+            Some(reason) => self.counters.bypassed.add(reason),
+            None => match decision {
+                Decision::Compress { coding, .. } => {
+                    Counters::bump(&self.counters.compressed);
+                    Counters::bump(&self.counters.codings.get(*coding).responses);
+                }
+                _ => Counters::bump(&self.counters.decompressed),
+            },
+        }
     }
 
     /// The memory a compressing stream of `coding` holds, taken from the gate: up to

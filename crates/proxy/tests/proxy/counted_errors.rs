@@ -137,3 +137,34 @@ async fn an_upstream_timeout_counts_as_504() {
         Some(1)
     );
 }
+
+#[tokio::test]
+async fn a_body_that_fails_before_the_head_counts_as_an_error_only() {
+    // The decision to compress is taken from the head; the body then fails before anything
+    // went out, and the client gets a 502. That response was never compressed.
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
+    let gzip = [("accept-encoding", "gzip")];
+    let (head, _) = fetch(&client(), "GET", &proxy.url("/dies-at-once"), &gzip).await;
+    assert_eq!(head.status, 502);
+    let (stats, metrics) = scrape(proxy.admin.expect("admin configured")).await;
+    assert_eq!(stats["errors"]["upstream"], 1, "{stats}");
+    for metric in [
+        "zipwire_proxy_responses_compressed_total",
+        r#"zipwire_proxy_coding_responses_total{coding="gzip"}"#,
+    ] {
+        assert_eq!(sample(&metrics, metric), Some(0), "{metric}\n{metrics}");
+    }
+    // The same page as it should be: counted as compressed.
+    let (head, _) = fetch(&client(), "GET", &proxy.url("/page.html"), &gzip).await;
+    assert_eq!(head.status, 200);
+    let (_, metrics) = scrape(proxy.admin.expect("admin configured")).await;
+    assert_eq!(
+        sample(&metrics, "zipwire_proxy_responses_compressed_total"),
+        Some(1),
+        "{metrics}"
+    );
+}

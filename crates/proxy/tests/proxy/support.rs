@@ -341,6 +341,14 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
                 let _ = tx.send(Err(reset)).await;
             }),
         ),
+        "/dies-at-once" => respond(
+            200,
+            &[("content-type", "text/html")],
+            streamed(|tx| async move {
+                let reset = io::Error::new(io::ErrorKind::ConnectionReset, "origin died");
+                let _ = tx.send(Err(reset)).await;
+            }),
+        ),
         "/parts.png" => respond(
             200,
             &[("content-type", "image/png"), ("content-length", "100000")],

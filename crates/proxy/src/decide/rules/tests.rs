@@ -158,12 +158,39 @@ const ROWS: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "304 to a client without a coding: ETag as the identity 200's",
+        name: "304 to a client without gzip: weak, its 200 may have been upstream gzip decoded",
         status: 304,
         request: &[],
         response: &[("etag", "\"v1\"")],
+        expected: NOT_MODIFIED_RECODED,
+        after: Some(&[("etag", "W/\"v1\""), ("vary", "Accept-Encoding")]),
+        ..BASE
+    },
+    Row {
+        name:
+            "304 of a type not compressed to a client without gzip: weak, as decoding has no types",
+        status: 304,
+        request: &[("accept-encoding", "br")],
+        response: &[("etag", "\"v1\""), ("content-type", "image/png")],
+        expected: NOT_MODIFIED_RECODED,
+        after: Some(&[
+            ("etag", "W/\"v1\""),
+            ("content-type", "image/png"),
+            ("vary", "Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "304 to a client with gzip but no offered coding: ETag as the identity 200's",
+        status: 304,
+        request: &[("accept-encoding", "gzip;q=1, identity;q=0.5")],
+        response: &[("etag", "\"v1\""), ("content-type", "text/csv")],
         expected: pass_vary(Bypass::Status),
-        after: Some(&[("etag", "\"v1\""), ("vary", "Accept-Encoding")]),
+        after: Some(&[
+            ("etag", "\"v1\""),
+            ("content-type", "text/csv"),
+            ("vary", "Accept-Encoding"),
+        ]),
         ..BASE
     },
     Row {
@@ -251,10 +278,14 @@ const ROWS: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "Content-Encoding: br",
+        name: "Content-Encoding: br gets Vary, as upstream gzip does",
         response: &[("content-type", "text/html"), ("content-encoding", "br")],
-        expected: pass(Bypass::AlreadyEncoded),
-        after: None,
+        expected: pass_vary(Bypass::AlreadyEncoded),
+        after: Some(&[
+            ("content-type", "text/html"),
+            ("content-encoding", "br"),
+            ("vary", "Accept-Encoding"),
+        ]),
         ..BASE
     },
     Row {
@@ -264,8 +295,12 @@ const ROWS: &[Row] = &[
             ("content-encoding", "gzip, br"),
         ],
         request: &[("accept-encoding", "identity")],
-        expected: pass(Bypass::AlreadyEncoded),
-        after: None,
+        expected: pass_vary(Bypass::AlreadyEncoded),
+        after: Some(&[
+            ("content-type", "text/html"),
+            ("content-encoding", "gzip, br"),
+            ("vary", "Accept-Encoding"),
+        ]),
         ..BASE
     },
     Row {
@@ -654,6 +689,27 @@ fn table() {
         assert_eq!(framing, expected_framing, "{}: framing", row.name);
         let after = map(row.after.unwrap_or(row.response));
         assert_eq!(headers, after, "{}: headers", row.name);
+    }
+}
+
+#[test]
+fn http10_304_is_weak_only_where_upstream_gzip_could_have_been_decoded() {
+    // An HTTP/1.0 client's 200 is never compressed, but upstream gzip is decoded for it.
+    let not_modified = ResponseFacts::from_parts(
+        StatusCode::NOT_MODIFIED,
+        &map(&[("etag", "\"v1\""), ("content-type", "text/html")]),
+    );
+    for (request, expected) in [
+        (ACCEPT_GZIP, pass_vary(Bypass::Status)),
+        (&[][..], NOT_MODIFIED_RECODED),
+    ] {
+        let mut req = RequestFacts::from_parts(&Method::GET, &map(request));
+        req.close_delimited = true;
+        assert_eq!(
+            decide(&req, &not_modified, &Rules::default()),
+            expected,
+            "{request:?}"
+        );
     }
 }
 
