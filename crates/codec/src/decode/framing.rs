@@ -157,7 +157,8 @@ impl Decoder {
             None => {}
             Some(&byte) if byte == gzip::MAGIC[1] => self.start_member(), // `buf` keeps the 0x1f
             Some(_) => {
-                self.buf.clear();
+                // `buf` keeps the 0x1f: the first trailing byte, taken by an earlier call
+                // (see `Decoder::held_trailing`).
                 self.state = State::Done;
             }
         }

@@ -59,7 +59,8 @@ enum State {
 /// A gzip decoder reads multi-member files by default (as `gzip -d` does): after a member's
 /// trailer, input that starts with the gzip magic is decoded as a further member, and anything
 /// else ends the stream and is left unconsumed, for the caller to treat as trailing garbage or
-/// padding. Zlib and raw streams end after their trailer (raw: after the final block), and
+/// padding (but a `0x1f` that ended one call's input is taken, as it may start a member: see
+/// [`Decoder::held_trailing`]). Zlib and raw streams end after their trailer (raw: after the final block), and
 /// bytes after them are left unconsumed too.
 ///
 /// After an error, every later call returns the same error.
@@ -191,6 +192,19 @@ impl Decoder {
                 self.state,
                 State::MemberEnd | State::MaybeMember | State::Done
             )
+    }
+
+    /// Trailing bytes this decoder took before it knew they were trailing: a gzip member
+    /// followed by `0x1f` at the end of one call's input takes that byte, as it may start a
+    /// next member, and when the next call shows it does not, the stream ends and the byte
+    /// is no longer in the caller's input. Empty unless the stream has ended that way; the
+    /// trailing data is these bytes, then the input the last call left unconsumed.
+    pub fn held_trailing(&self) -> &[u8] {
+        if self.state == State::Done && self.format == Format::Gzip {
+            &self.buf
+        } else {
+            &[]
+        }
     }
 
     /// Says whether the stream was complete, once the caller has no more input.

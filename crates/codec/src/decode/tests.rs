@@ -211,6 +211,10 @@ fn trailing_bytes_are_left_unconsumed() {
             let held = usize::from(gzip && tail.first() == Some(&0x1f));
             assert_eq!(consumed, stream.len() + held, "{format} {tail:?}");
             assert_eq!(dec.finish(), ended, "{format} {tail:?}");
+            // Nothing is lost: the byte taken is handed back once it is known to trail.
+            let trailing = [dec.held_trailing(), &wire[consumed..]].concat();
+            let expected: &[u8] = if cut { &[] } else { tail };
+            assert_eq!(trailing, expected, "{format} {tail:?}");
         }
     }
     // A second gzip magic followed by a broken header is a broken member, not garbage.
