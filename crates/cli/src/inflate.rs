@@ -107,7 +107,7 @@ pub fn decompress<R: Read, W: Write + ?Sized>(
 /// Whether `magic` starts a member of a format that may follow another member: gzip, pack or
 /// compress (gzip reads these after a first member; a zip only as the whole file).
 fn starts_member(magic: &[u8]) -> bool {
-    [gzip::MAGIC, unpack::MAGIC, lzw::MAGIC]
+    [gzip::MAGIC, gzip::OLD_MAGIC, unpack::MAGIC, lzw::MAGIC]
         .iter()
         .any(|known| magic.starts_with(known))
 }
@@ -124,19 +124,20 @@ fn members<R: Read, W: Write + ?Sized>(
     let mut first = true;
     loop {
         let magic = src.available();
-        let (method, member) = if magic.starts_with(&gzip::MAGIC) {
-            if outbuf.is_empty() {
-                outbuf = vec![0; crate::stream::WRITE];
-            }
-            (Method::Deflate, gzip_member(src, out, &mut outbuf)?)
-        } else if magic.starts_with(&unpack::MAGIC) {
-            let framing = unpack::decode(src, out)?;
-            (Method::Pack, Member::plain(framing))
-        } else {
-            let lzw = lzw::decode(src, out)?;
-            decoded.unknown_flags |= lzw.unknown_flags;
-            (Method::Compress, Member::plain(lzw.framing))
-        };
+        let (method, member) =
+            if magic.starts_with(&gzip::MAGIC) || magic.starts_with(&gzip::OLD_MAGIC) {
+                if outbuf.is_empty() {
+                    outbuf = vec![0; crate::stream::WRITE];
+                }
+                (Method::Deflate, gzip_member(src, out, &mut outbuf)?)
+            } else if magic.starts_with(&unpack::MAGIC) {
+                let framing = unpack::decode(src, out)?;
+                (Method::Pack, Member::plain(framing))
+            } else {
+                let lzw = lzw::decode(src, out)?;
+                decoded.unknown_flags |= lzw.unknown_flags;
+                (Method::Compress, Member::plain(lzw.framing))
+            };
         if first {
             decoded.method = method;
             decoded.framing = member.framing;
@@ -181,7 +182,7 @@ fn gzip_member<R: Read, W: Write + ?Sized>(
     outbuf: &mut [u8],
 ) -> Result<Member, StreamError> {
     let (header, header_len) = loop {
-        match gzip::parse_header(src.available()) {
+        match gzip::parse_legacy_header(src.available()) {
             Ok(Some(parsed)) => break parsed,
             Ok(None) => {
                 if !src.refill()? {
@@ -357,6 +358,32 @@ mod tests {
     }
 
     #[test]
+    fn the_old_gzip_magic_is_a_member_alone_and_after_another() {
+        // gzip 0.5 and earlier wrote 1f 9e; GNU gzip still reads it, and a member with it
+        // after another one is data, not trailing garbage to drop.
+        let old = |data: &[u8]| {
+            let mut member = compress(Format::Gzip, Level::DEFAULT, data);
+            member[1] = 0x9e;
+            member
+        };
+        assert_eq!(
+            run(&old(b"first")).unwrap(),
+            (b"first".to_vec(), Trailing::Nothing)
+        );
+        let mut two = compress(Format::Gzip, Level::FASTEST, b"first ");
+        two.extend_from_slice(&old(b"second"));
+        assert_eq!(
+            run(&two).unwrap(),
+            (b"first second".to_vec(), Trailing::Nothing)
+        );
+        // Damage in it is still damage.
+        let mut bad = old(b"second");
+        let at = bad.len() - 6;
+        bad[at] ^= 1;
+        assert!(matches!(run(&bad), Err(StreamError::Damaged(Damage::Crc))));
+    }
+
+    #[test]
     fn damage_is_told_apart() {
         let wire = compress(Format::Gzip, Level::FASTEST, &vec![7u8; 100_000]);
         let kind = |input: &[u8]| match run(input) {
@@ -386,6 +413,17 @@ mod tests {
         assert_eq!(kind(&corrupt), Damage::Corrupt);
     }
 
+    #[test]
+    fn a_compress_stream_of_fewer_than_nine_bits_decodes_as_gzip_decodes_it() {
+        // 5 bits, block mode, one 9-bit code: 0xf8, as `gzip -dc` prints. More than 16 bits
+        // is refused, as by gzip.
+        assert_eq!(run(b"\x1f\x9d\x85\xf8\xae").unwrap().0, [0xf8]);
+        assert!(matches!(
+            run(b"\x1f\x9d\x91\xf8\xae"),
+            Err(StreamError::Damaged(Damage::Unsupported(_)))
+        ));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
@@ -400,6 +438,7 @@ mod tests {
                 b"PK\x03\x04\x0a\x00\x00\x00\x00\x00",
                 b"\x1f\x9d\x90",
                 b"\x1f\x9d\x0c",
+                b"\x1f\x9d\x85",
                 b"\x1f\x1e\x00\x00\x01\x00\x08",
                 b"",
             ]),

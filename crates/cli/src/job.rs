@@ -3,7 +3,7 @@
 use std::fs::{self, File, Metadata};
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -35,6 +35,7 @@ pub fn run(options: &Options, operands: &[PathBuf]) -> Status {
         stdout: BufWriter::with_capacity(STDOUT_BUFFER, io::stdout()),
         stopped: false,
         line: Line::None,
+        shortened: false,
     };
     if options.output.is_some() && operands.len() > 1 {
         job.fail("--output", "takes a single input file");
@@ -68,6 +69,9 @@ struct Job<'a> {
     stopped: bool,
     /// The `-v` line of the file being tested or decompressed.
     line: Line,
+    /// The file being compressed goes to a name gzip's way of shortening made, as its own
+    /// with the suffix was too long (see [`names::shortened`]).
+    shortened: bool,
 }
 
 /// gzip begins a file's `-v` line with its name before decoding it (`treat_file`), so a
@@ -142,6 +146,7 @@ impl Job<'_> {
     }
 
     fn path(&mut self, path: &Path) {
+        self.shortened = false;
         let (found, meta) = match self.locate(path) {
             Ok(found) => found,
             Err((name, err)) => return self.fail(name, io_message(&err)),
@@ -164,11 +169,11 @@ impl Job<'_> {
             || self.options.output.is_some()
             || matches!(self.options.mode, Mode::Test | Mode::List);
         let follow = self.options.force || to_stream;
+        // gzip opens with O_NOFOLLOW and reports what the kernel says, as an error.
+        let link_refused =
+            |job: &mut Self| job.fail(path, io_message(&io::Error::from_raw_os_error(libc::ELOOP)));
         if meta.file_type().is_symlink() && !follow {
-            return self.warn(format_args!(
-                "{} is a symbolic link -- ignored (use -f or -c)",
-                path.display()
-            ));
+            return link_refused(self);
         }
         // Opened once, and everything known of the file is asked of what was opened: a name
         // checked and then opened could be swapped for a link to another user's file in
@@ -187,12 +192,6 @@ impl Job<'_> {
             .and_then(|file| file.metadata().map(|meta| (file, meta)));
         let (input, meta) = match opened {
             Ok(opened) => opened,
-            Err(err) if err.raw_os_error() == Some(libc::ELOOP) && !follow => {
-                return self.warn(format_args!(
-                    "{} is a symbolic link -- ignored (use -f or -c)",
-                    path.display()
-                ));
-            }
             Err(err) => return self.fail(path, io_message(&err)),
         };
         if !meta.is_file() && !to_stream {
@@ -207,7 +206,11 @@ impl Job<'_> {
         if !self.may_write(&sink) {
             return;
         }
-        let header = self.header_for(path, &meta);
+        let mut header = self.header_for(path, &meta);
+        if self.shortened {
+            // As gzip: the name that did not fit is kept in the header, `-n` or not.
+            header.name = path.file_name().map(|name| name.as_bytes().to_vec());
+        }
         self.process(
             Input {
                 path,
@@ -314,7 +317,17 @@ impl Job<'_> {
                     return None;
                 }
             }
-            names::compressed(path, &options.suffix)
+            let target = names::compressed(path, &options.suffix);
+            if names::too_long(&target) {
+                let Some(short) = names::shortened(path, &options.suffix) else {
+                    self.fail(&target, "File name too long");
+                    return None;
+                };
+                self.shortened = true;
+                short
+            } else {
+                target
+            }
         } else {
             let Some(target) = names::decompressed(path, &options.suffix) else {
                 self.warn(format_args!(
@@ -325,7 +338,18 @@ impl Job<'_> {
             };
             // -N: the name stored in the header, in the input's directory, as gzip -dN.
             let stored = options.restore_time.then(|| stored_name(input)).flatten();
-            stored.map_or(target, |name| path.with_file_name(name))
+            match stored {
+                Some(mut name) if name.len() > names::NAME_MAX => {
+                    // As gzip: cut to what the file system takes, with a warning.
+                    let mut bytes = name.into_vec();
+                    bytes.truncate(names::NAME_MAX);
+                    name = std::ffi::OsString::from_vec(bytes);
+                    self.warn(format_args!("{}: warning, name truncated", path.display()));
+                    path.with_file_name(name)
+                }
+                Some(name) => path.with_file_name(name),
+                None => target,
+            }
         };
         // A stored name equal to the input's own: the output would be moved over the input,
         // which is then removed, and both would be lost.
@@ -529,6 +553,16 @@ impl Job<'_> {
                 return;
             }
         };
+        // A regular file that grew or shrank while it was read: what was read is in the
+        // output, and gzip says so (zip.c), as whatever was appended later is not.
+        if let Some(meta) = meta.filter(|_| compressing) {
+            if done.totals.bytes_in != meta.len() {
+                self.note(format_args!(
+                    "{}: file size changed while zipping",
+                    path.display()
+                ));
+            }
+        }
         if done.unknown_flags != 0 {
             self.warn(format_args!(
                 "{}: warning, unknown flags 0x{:x}",
@@ -551,6 +585,16 @@ impl Job<'_> {
                 path.display()
             )),
             _ => {}
+        }
+        if let (true, Sink::File { target, .. }) = (std::mem::take(&mut self.shortened), &sink) {
+            // gzip's words, `-q` or not; `-v` names the output on its own line.
+            if !self.options.verbose {
+                self.note(format_args!(
+                    "{} compressed to {}",
+                    path.display(),
+                    target.display()
+                ));
+            }
         }
         if let Sink::File { replace: true, .. } = &sink {
             if let Err(err) = fs::remove_file(path) {
@@ -590,7 +634,7 @@ fn stored_name(input: &File) -> Option<std::ffi::OsString> {
         }
     }
     head.truncate(filled);
-    let (header, _) = gzip::parse_header(&head).ok()??;
+    let (header, _) = gzip::parse_legacy_header(&head).ok()??;
     let name = header.name?;
     let base = name.rsplit(|&b| b == b'/').next()?.to_vec();
     match base.as_slice() {

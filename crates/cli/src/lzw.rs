@@ -49,7 +49,9 @@ pub(crate) fn decode<R: Read, W: Write + ?Sized>(
     let flags = src.available()[2];
     src.consume(3);
     let max_bits = u32::from(flags & BITS_MASK);
-    if !(INIT_BITS..=MAX_BITS).contains(&max_bits) {
+    // As gzip, only more bits than the table holds are refused: a stream of fewer than 9
+    // (no compress writes one) keeps 9-bit codes and never adds to the table.
+    if max_bits > MAX_BITS {
         return Err(Damage::Unsupported(format!(
             "compressed with {max_bits} bits, can only handle {MAX_BITS} bits"
         ))

@@ -16,6 +16,12 @@ impl Job<'_> {
         }
     }
 
+    /// A message gzip prints whatever `-q` says and without changing the exit status.
+    pub(super) fn note(&mut self, message: impl std::fmt::Display) {
+        self.end_line();
+        eprintln!("{}: {message}", self.options.program);
+    }
+
     pub(super) fn fail(&mut self, what: impl AsRef<Path>, problem: impl std::fmt::Display) {
         self.end_line();
         eprintln!(

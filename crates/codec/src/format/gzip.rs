@@ -11,6 +11,10 @@ const FRESERVED: u8 = 0xe0;
 /// The two magic bytes every gzip member starts with.
 pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// The magic of gzip 0.5 and earlier, which GNU gzip still reads (see
+/// [`parse_legacy_header`]).
+pub const OLD_MAGIC: [u8; 2] = [0x1f, 0x9e];
+
 /// Longest header the parser accepts (name, comment and extra field together); a header that
 /// claims more is treated as corrupt rather than buffered without bound. Room for the largest
 /// extra field RFC 1952 allows (65,535 bytes: dictzip's chunk tables come near it) and some
@@ -127,8 +131,28 @@ pub enum HeaderError {
 /// [`HeaderError::Invalid`] for a wrong magic or method, reserved flag bits, a header CRC that
 /// does not match, or a header longer than [`MAX_HEADER_LEN`].
 pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> {
+    parse_header_after(buf, &MAGIC)
+}
+
+/// [`parse_header`] that also takes a member starting with [`OLD_MAGIC`], as GNU gzip's
+/// decompressor does (a file tool reads what gzip reads; a stream decoder such as zlib's, and
+/// [`parse_header`], takes only [`MAGIC`]).
+///
+/// # Errors
+///
+/// As [`parse_header`].
+pub fn parse_legacy_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> {
+    let magic = if buf.starts_with(&OLD_MAGIC) {
+        OLD_MAGIC
+    } else {
+        MAGIC
+    };
+    parse_header_after(buf, &magic)
+}
+
+fn parse_header_after(buf: &[u8], magic: &[u8; 2]) -> Result<Option<(Header, usize)>, HeaderError> {
     // Check what is there before asking for more, so garbage fails fast.
-    for (i, &want) in MAGIC.iter().chain(&[8u8]).enumerate() {
+    for (i, &want) in magic.iter().chain(&[8u8]).enumerate() {
         match buf.get(i) {
             Some(&b) if b != want => return Err(HeaderError::Invalid),
             None => return Ok(None),
