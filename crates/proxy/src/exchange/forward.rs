@@ -4,7 +4,8 @@
 use std::net::IpAddr;
 
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, VIA,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TE, TRAILER, TRANSFER_ENCODING,
+    UPGRADE, VIA,
 };
 use http::Version;
 
@@ -58,6 +59,28 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
     for name in ["keep-alive", "proxy-connection"] {
         headers.remove(HeaderName::from_static(name));
+    }
+}
+
+/// Writes `Content-Length` as one decimal value where it came as a list (`5, 5`) or on
+/// several lines. hyper reads such a message when every value agrees (RFC 9112 §6.3 lets a
+/// recipient take the one value, RFC 9110 §8.6 lets it write that value alone), but
+/// forwarded as it came, the list is no valid field value, and an HTTP/2 client (curl,
+/// nghttp2) refuses a stream with two `content-length` fields. Values that disagree, which
+/// hyper refuses before this, are left alone.
+pub(crate) fn single_content_length(headers: &mut HeaderMap) {
+    let values: Vec<&[u8]> = list::elements(headers.get_all(CONTENT_LENGTH)).collect();
+    if values.len() < 2 && headers.get_all(CONTENT_LENGTH).iter().count() < 2 {
+        return;
+    }
+    let parsed: Option<Vec<u64>> = values
+        .iter()
+        .map(|value| std::str::from_utf8(value).ok()?.parse().ok())
+        .collect();
+    if let Some([length, rest @ ..]) = parsed.as_deref() {
+        if rest.iter().all(|value| value == length) {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(*length));
+        }
     }
 }
 
@@ -186,6 +209,29 @@ mod tests {
         let mut left: Vec<_> = map.keys().map(HeaderName::as_str).collect();
         left.sort_unstable();
         assert_eq!(left, ["cache-control", "content-encoding", "host", "vary"]);
+    }
+
+    #[test]
+    fn a_content_length_list_or_repeated_becomes_one_value() {
+        let rows: &[(&[&str], &[&str])] = &[
+            (&["5"], &["5"]),
+            (&["5, 5"], &["5"]),
+            (&["5", "5"], &["5"]),
+            (&["5,5", " 5 "], &["5"]),
+            // Disagreeing or unreadable: hyper refuses these; nothing is made up here.
+            (&["5, 6"], &["5, 6"]),
+            (&["5", "x"], &["5", "x"]),
+            (&[], &[]),
+        ];
+        for (lines, expected) in rows {
+            let mut map = HeaderMap::new();
+            for line in *lines {
+                map.append(CONTENT_LENGTH, HeaderValue::from_static(line));
+            }
+            single_content_length(&mut map);
+            let got: Vec<_> = map.get_all(CONTENT_LENGTH).iter().collect();
+            assert_eq!(got, *expected, "{lines:?}");
+        }
     }
 
     #[test]

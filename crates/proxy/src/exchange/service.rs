@@ -394,6 +394,7 @@ impl Proxy {
             for_http11_upstream(&mut headers);
         }
         forward::strip_hop_by_hop(&mut headers);
+        forward::single_content_length(&mut headers);
         if self.forwarded_for {
             forward::add_forwarded_for(&mut headers, peer.ip());
         }
@@ -430,6 +431,8 @@ impl Proxy {
         // Content-Length, which an intermediary must remove before forwarding.
         if response.headers.contains_key(TRANSFER_ENCODING) {
             response.headers.remove(CONTENT_LENGTH);
+        } else {
+            forward::single_content_length(&mut response.headers);
         }
         forward::strip_hop_by_hop(&mut response.headers);
         let mut facts = ResponseFacts::from_parts(response.status, &response.headers);

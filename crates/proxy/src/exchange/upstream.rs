@@ -130,7 +130,7 @@ impl Upstreams {
         mut head: Head,
         body: Incoming,
     ) -> Result<Response<UpstreamBody>, ProxyError> {
-        frame_unknown_length(&mut head.headers, &body);
+        let unknown_length = frame_unknown_length(&mut head.headers, &body);
         let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let replay = Replay::new(body);
         let idempotent = is_idempotent(&head.method);
@@ -175,6 +175,21 @@ impl Upstreams {
                     return Err(ProxyError::Upstream {
                         upstream: authority,
                         source: "101 to a request that asked for no upgrade".into(),
+                    });
+                }
+                Ok(Ok(response))
+                    if unknown_length
+                        && response.version() == http::Version::HTTP_10
+                        && replay.is_unsent() =>
+                {
+                    // A pooled connection that has seen an HTTP/1.0 answer carries requests
+                    // as HTTP/1.0, which has no chunked coding: hyper sent the request with
+                    // no body at all. The client must not take the answer for its upload's.
+                    return Err(ProxyError::Upstream {
+                        upstream: authority,
+                        source: "an HTTP/1.0 upstream got the request without its body of \
+                                 unknown length"
+                            .into(),
                     });
                 }
                 Ok(Ok(response)) => {
@@ -347,14 +362,17 @@ struct TimedOut;
 /// HTTP/2 one). hyper frames such a body as chunked on its own, except for GET, HEAD and
 /// CONNECT, whose body it then drops unsent unless the header asks for chunked: a search
 /// sent as a chunked GET (Elasticsearch's API takes one) would reach the origin empty.
-fn frame_unknown_length(headers: &mut HeaderMap, body: &Incoming) {
+/// Returns whether it did. Over a connection hyper keeps at HTTP/1.0 (its upstream answered
+/// in 1.0) such a body goes unsent all the same, which `send` turns into a 502.
+fn frame_unknown_length(headers: &mut HeaderMap, body: &Incoming) -> bool {
     if body.is_end_stream()
         || body.size_hint().exact().is_some()
         || headers.contains_key(CONTENT_LENGTH)
     {
-        return;
+        return false;
     }
     headers.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+    true
 }
 
 /// Whether a method may be sent twice with the effect of once (RFC 9110 §9.2.2).

@@ -54,6 +54,31 @@ async fn chunked_coding_overrides_a_content_length_from_upstream() {
 }
 
 #[tokio::test]
+async fn a_content_length_list_from_upstream_goes_out_as_one_value() {
+    // `5, 5` and a repeated line: hyper reads both as 5; passed on as they came, the list
+    // is no valid value and an HTTP/2 client refuses two `content-length` fields.
+    for reply in [
+        &b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 5, 5\r\n\r\nhello"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+    ] {
+        let origin = RawOrigin::replying(reply.to_vec()).await;
+        let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+        let mut client = RawClient::connect(proxy.addr).await;
+        client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        let response = client.response(false).await;
+        assert_eq!(response.status(), 200, "{}", response.head);
+        assert_eq!(
+            response.head.matches("content-length").count(),
+            1,
+            "{}",
+            response.head
+        );
+        assert_eq!(response.field("content-length"), Some("5"), "{}", response.head);
+        assert_eq!(response.body, b"hello");
+    }
+}
+
+#[tokio::test]
 async fn a_response_transfer_coding_other_than_chunked_gets_502() {
     let mut reply =
         b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
@@ -352,6 +377,44 @@ async fn a_chunked_get_body_reaches_the_origin_whole() {
         assert_eq!(response.status(), 200, "{}", response.head);
         assert_eq!(response.body, b"received 3000", "{method}");
     }
+}
+
+#[tokio::test]
+async fn a_chunked_upload_to_a_kept_alive_http_10_origin_is_not_answered_as_if_sent() {
+    // An HTTP/1.0 origin that keeps its connection alive: hyper then sends later requests on
+    // it as HTTP/1.0, which cannot carry a chunked body, and sent the upload with none. The
+    // origin's answer to the empty request had reached the client as a 200.
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    let origin = RawOrigin::start(move |mut conn| {
+        let seen = seen.clone();
+        async move {
+            while let Some(head) = conn.read_head().await {
+                seen.lock().unwrap().push(head);
+                let reply =
+                    b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok";
+                if conn.stream.write_all(reply).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client.send(b"GET /first HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert_eq!(client.response(false).await.status(), 200);
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await;
+    client.send(&chunked(b"hello", 5)).await;
+    let response = client.response(false).await;
+    let heads = bodies.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    // The origin got the POST without a body: the client must hear that it failed.
+    assert!(heads[1].starts_with("POST /upload HTTP/1.0"), "{heads:?}");
+    assert_eq!(response.status(), 502, "{}", response.head);
 }
 
 #[tokio::test]
