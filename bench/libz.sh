@@ -176,16 +176,26 @@ scp_run() { # key, label, port, file, compress (0/1), preload (0/1), adapt (0/1)
     sleep 0.5
     server_before=$(sshd_cpu "${SSHD_PID[$3]}")
     start=$(date +%s.%N)
+    # Into a file, compared below: with the library on both ends its inflate checks its own
+    # deflate, and ssh's MAC covers the compressed bytes only.
+    rm -f "$TMP/received.bin"
     /usr/bin/time -f '%U %S' -o "$TMP/client.time" \
-        "${scp[@]}" "$4" "root@$IP_B:/dev/null" 2> "$TMP/scp.log" || failed
+        "${scp[@]}" "$4" "root@$IP_B:$TMP/received.bin" 2> "$TMP/scp.log" || failed
     end=$(date +%s.%N)
     sleep 0.5 # the session's processes are reaped after scp returns
     server_after=$(sshd_cpu "${SSHD_PID[$3]}")
+    cmp -s "$4" "$TMP/received.bin" || { echo "libz.sh: $2: the file arrived changed" >&2; exit 1; }
+    rm -f "$TMP/received.bin"
     local factor mbs client server data
     # ssh -v: "compress outgoing: raw data R, compressed C, factor F"; F has two decimals, so
     # the factor is computed from R and C.
     factor=$(grep -o 'compress outgoing: raw data [0-9]*, compressed [0-9]*' "$TMP/scp.log" | tail -1 |
         awk '{ gsub(",", ""); if ($5 > 0) printf "%.3f", $7 / $5 }' || true)
+    if [ "$5" = 1 ] && [ -z "$factor" ]; then
+        # Taken as 1 (no compression), a lost line would make the ratio bar pass.
+        echo "libz.sh: $2: ssh printed no compression figures" >&2
+        exit 1
+    fi
     mbs=$(echo "$size / ($end - $start) / 1000000" | bc -l)
     # After set-up: the transfer alone, the one-byte upload's time taken off.
     local xfer
@@ -275,14 +285,36 @@ CONF
         exit 1
     fi
     local gz
-    gz=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" | wc -c)
+    # The body must be gzip and decode to the page: a library that ended its streams early
+    # would otherwise score a better ratio and more hits.
+    curl -s -D "$TMP/nginx.head" -o "$TMP/nginx.body" -H 'Accept-Encoding: gzip' \
+        "http://127.0.0.1:$port/" || true
+    if ! grep -qi '^content-encoding: *gzip' "$TMP/nginx.head" ||
+        ! gzip -dc "$TMP/nginx.body" 2> /dev/null | cmp -s - "$TMP/www/index.html"; then
+        echo "libz.sh: nginx level $1 ($([ "$2" = 1 ] && echo library || echo system zlib)):" \
+            "the gzip body does not decode to the page" >&2
+        exit 1
+    fi
+    gz=$(stat -c %s "$TMP/nginx.body")
     local out
     out=$(ulimit -n 4096; taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --timeout 10s \
         -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/" 2>&1 || true)
     kill "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
+    # Reaped: not to be signalled again at exit, when the number may be another process's.
+    local kept=() p
+    for p in "${PIDS[@]}"; do [ "$p" = "$pid" ] || kept+=("$p"); done
+    PIDS=("${kept[@]}")
     local rps alerts key
-    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    # Only answers that were not errors count as hits: wrk's Requests/sec counts them all.
+    rps=$(echo "$out" | awk '
+        / requests in / { total = $1 }
+        /Requests\/sec/ { rate = $2 }
+        /Non-2xx or 3xx responses/ { bad = $NF }
+        END { if (total > 0 && rate > 0) printf "%.2f", rate * (total - bad) / total }')
+    if echo "$out" | grep -qE 'Non-2xx|Socket errors'; then
+        echo "note: nginx level $1: $(echo "$out" | grep -E 'Non-2xx|Socket errors' | xargs)" >&2
+    fi
     key="nginx|$1|$([ "$2" = 1 ] && echo lib || echo zlib)"
     RESULT["$key|rps"]=${rps:-0}
     RESULT["$key|bytes"]=$gz

@@ -145,8 +145,10 @@ cache_measure() {
         <<< "$(sed -E -e 's/^zipwire-bench //' -e 's/[a-z_]+=//g' <<< "$summary")"
     if ((socket_errors + status_errors > 0)); then
         echo "note: $proxy, $conns conns, $label: $socket_errors socket errors," \
-            "$status_errors non-2xx/3xx responses" >&2
+            "$status_errors non-2xx/3xx responses (not counted as hits)" >&2
     fi
+    # A cache answering errors fast must not score them as hits (as proxy.sh's http1 mode).
+    requests=$((requests - status_errors))
     local numbers
     numbers=$(awk -v r="$requests" -v bout="$bytes" -v us="$duration_us" -v rss="$rss" 'BEGIN {
         s = us / 1e6; printf "%.0f %.1fMiB/s %.1fMiB\n", r / s, bout / s / 1048576, rss / 1024

@@ -25,6 +25,8 @@
 #   IDLE_CONNS [2000]        MODE=idle only: client connections held open
 #   CLIENTS [100]  STREAMS [10]   MODE=h2 only: h2load -c and -m (CONNS and FILES unused)
 #   DURATION [10]            seconds per wrk run
+#   ROUNDS [3]               MODE=http1 and h2: rounds, each starting one proxy later in
+#                            PROXIES; the verdicts use the median of the per-round ratios
 #   CONNS ["300 500"]        connection counts
 #   PROXIES ["haproxy nginx caddy zipwire"]; also zipwire-admin (the admin listener and its
 #                            dashboard on, nobody watching) and zipwire-viewer (the same with
@@ -48,11 +50,20 @@ CONF=$ROOT/bench/conf
 CORPUS=${ZIPWIRE_CORPUS:-$ROOT/../shared/corpus}
 WEB=$CORPUS/web
 DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-"300 500"}
 PROXIES=${PROXIES:-"haproxy nginx caddy zipwire"}
 FILES=${FILES:-"single mix"}
 ZIPWIRE=${ZIPWIRE:-$ROOT/target/release/zipwire}
 ZIPWIRE_LEVEL=${ZIPWIRE_LEVEL:-2}
+# Which build is measured: the commit, and a warning when a source is newer than the binary
+# (the table would be another commit's).
+if [ -x "$ZIPWIRE" ]; then
+    echo "# zipwire: $ZIPWIRE, tree at $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '(no git)')"
+    if [ -n "$(find "$ROOT/crates" -name '*.rs' -newer "$ZIPWIRE" -print -quit 2>/dev/null)" ]; then
+        echo "warning: $ZIPWIRE is older than the sources: cargo build --release -p zipwire" >&2
+    fi
+fi
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-$LOAD_CPU}
@@ -314,15 +325,18 @@ stop_proxy() {
     PROXY_PID=
 }
 
-# Checks that the proxy compresses the single file and that it decodes to the original.
+# Checks that the proxy compresses the single file and that it decodes to the original;
+# fails (and the row says FAILED) when not: its figures would not be a compressing proxy's.
 check_proxy() {
     local headers=$WORK/check.headers body=$WORK/check.body
     curl -s -D "$headers" -o "$body" -H 'Accept-Encoding: gzip' \
-        "http://127.0.0.1:$PROXY_PORT/$SINGLE"
+        "http://127.0.0.1:$PROXY_PORT/$SINGLE" || true
     if ! grep -qi '^content-encoding: *gzip' "$headers"; then
         echo "warning: $1 did not compress $SINGLE" >&2
+        return 1
     elif ! gzip -dc < "$body" | cmp -s - "$WEB/$SINGLE"; then
         echo "warning: $1 sent a body that does not decode to $SINGLE" >&2
+        return 1
     fi
 }
 
@@ -370,7 +384,11 @@ measure() {
         row "$proxy" "$conns" "$label" "did not start" - - - - -
         return
     fi
-    check_proxy "$proxy"
+    if ! check_proxy "$proxy"; then
+        stop_proxy
+        row "$proxy" "$conns" "$label" FAILED - - - - -
+        return
+    fi
     sleep 1.2 # the origin flushes its access log each second
     local in_before
     in_before=$(origin_bytes)
@@ -379,6 +397,13 @@ measure() {
         wrk -t1 -c"$conns" -d"${DURATION}s" --timeout 10s -H 'Accept-Encoding: gzip' \
         -s "$CONF/wrk.lua" "http://127.0.0.1:$PROXY_PORT/" 2>&1) || true
     local rss
+    if ! kill -0 "$PROXY_PID" 2> /dev/null; then
+        # Gone during the load: its hits are no figure, and its memory would read as none.
+        echo "warning: $proxy exited during the load" >&2
+        stop_proxy
+        row "$proxy" "$conns" "$label" FAILED - - - - -
+        return
+    fi
     rss=$(peak_rss_kib "$PROXY_PID")
     if [ -n "$VIEWER_PID" ]; then
         local events
@@ -458,14 +483,21 @@ if [ "$MODE" = cache ]; then
     echo "($((SECONDS - started))s)"
     exit 0
 fi
-for proxy in $PROXIES; do
-    if [[ $proxy == zipwire* ]] && ((zipwire_ok == 0)); then
-        continue
-    fi
-    for files in $FILES; do
-        for conns in $CONNS; do
-            echo "  $proxy, $files, $conns connections" >&2
-            measure "$proxy" "$conns" "$files"
+declare -A HITS=()
+read -r -a order <<< "$PROXIES"
+for ((round = 0; round < ROUNDS; round++)); do
+    # Each round starts one proxy later, so that none is always measured first or last.
+    k=$((round % ${#order[@]}))
+    for proxy in "${order[@]:k}" "${order[@]:0:k}"; do
+        if [[ $proxy == zipwire* ]] && ((zipwire_ok == 0)); then
+            continue
+        fi
+        for files in $FILES; do
+            for conns in $CONNS; do
+                echo "  round $((round + 1)): $proxy, $files, $conns connections" >&2
+                measure "$proxy" "$conns" "$files"
+                HITS["$round|$proxy|$files|$conns"]=$(tail -1 <<< "${ROWS[-1]}" | cut -f4)
+            done
         done
     done
 done
@@ -474,6 +506,30 @@ echo
 echo "BW in: bytes the origin sent (headers and bodies); BW out: bytes wrk read from the proxy;"
 echo "ratio: in/out; RSS: peak resident memory of the proxy (all its processes); ${DURATION}s per run."
 printf '%s\n' "${ROWS[@]}" | column -t -s $'\t' -o ' | '
+# Each proxy's hits/s against HAProxy's of the same round: the median of those ratios, and
+# their spread (the rounds alternate, so that drift on the machine hits both alike).
+if [[ " $PROXIES " == *" haproxy "* ]]; then
+    echo
+    echo "hits/s against HAProxy's in the same round (median of $ROUNDS; lowest-highest):"
+    for proxy in $PROXIES; do
+        [ "$proxy" != haproxy ] || continue
+        for files in $FILES; do
+            for conns in $CONNS; do
+                for ((round = 0; round < ROUNDS; round++)); do
+                    echo "${HITS["$round|$proxy|$files|$conns"]:--} ${HITS["$round|haproxy|$files|$conns"]:--}"
+                done | awk -v label="$proxy, $files, $conns conns" '
+                    $1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 { r[++n] = $1 / $2 }
+                    END {
+                        if (n == 0) { printf "  %-40s -\n", label; exit }
+                        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                            if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+                        m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+                        printf "  %-40s %.2fx (%.2f-%.2f, %d rounds)\n", label, m, r[1], r[n], n
+                    }'
+            done
+        done
+    done
+fi
 if [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]] && ((zipwire_ok == 0)); then
     echo "zipwire: skipped, '$ZIPWIRE proxy --help' fails (cargo build --release -p zipwire)"
 fi

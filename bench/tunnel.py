@@ -11,6 +11,7 @@ to the same sink, in alternating order, per link and data set:
 Also used as its own helper: `tunnel.py sink PORT` and `tunnel.py send HOST PORT FILE`.
 """
 
+import hashlib
 import os
 import shutil
 import signal
@@ -47,13 +48,15 @@ def sink(port):
 
     def serve(conn):
         total = 0
+        digest = hashlib.sha256()
         with conn:
             while True:
                 chunk = conn.recv(1 << 20)
                 if not chunk:
                     break
                 total += len(chunk)
-            conn.sendall(str(total).encode())
+                digest.update(chunk)
+            conn.sendall(f"{total} {digest.hexdigest()}".encode())
 
     while True:
         conn, _ = srv.accept()
@@ -74,7 +77,9 @@ def send(host, port, path):
             break
         answer += chunk
     elapsed = time.perf_counter() - start
-    if answer != str(len(data)).encode():
+    # Every byte arrived, and the bytes are the file's: a tunnel that delivered the right
+    # count of wrong bytes must not be measured.
+    if answer != f"{len(data)} {hashlib.sha256(data).hexdigest()}".encode():
         print(f"FAILED {answer!r}")
         sys.exit(1)
     print(f"{elapsed:.6f}")
@@ -208,7 +213,7 @@ def transfer(port, path):
 
 def main():
     size = int(os.environ.get("SIZE", "30000000"))
-    rounds = int(os.environ.get("ROUNDS", "1"))
+    rounds = int(os.environ.get("ROUNDS", "3"))
     links = [int(x) for x in os.environ.get("LINKS", "10,100,1000,0").split(",")]
     corpus = os.environ["ZIPWIRE_CORPUS"]
     zipwire = os.environ["ZIPWIRE"]
@@ -226,6 +231,13 @@ def main():
         for mbit in links:
             set_link(mbit)
             scale = 10 if mbit == 10 else 3 if mbit == 100 else 1
+            # The adaptive client remembers the pace of its path for 30 s: one uncounted
+            # transfer lets it learn this link's before the first measured one, as the fixed
+            # levels need no such start.
+            warm = os.path.join(tmp, "warm.bin")
+            with open(files["text"], "rb") as src, open(warm, "wb") as dst:
+                dst.write(src.read(size // scale // 10))
+            transfer(dict((v, k) for k, v in ZW_LEVELS.items())["auto"], warm)
             for name, path in files.items():
                 part = f"{path}.{scale}"
                 with open(path, "rb") as src, open(part, "wb") as dst:

@@ -35,4 +35,12 @@ fi
 if [ ! -x "$ZIPWIRE" ]; then
     (cd "$ROOT" && cargo build --release -q -p zipwire)
 fi
+# Which build is measured: the commit, and a warning when a source is newer than the binary
+# (the table would be another commit's).
+if [ -x "$ZIPWIRE" ]; then
+    echo "# zipwire: $ZIPWIRE, tree at $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '(no git)')"
+    if [ -n "$(find "$ROOT/crates" -name '*.rs' -newer "$ZIPWIRE" -print -quit 2>/dev/null)" ]; then
+        echo "warning: $ZIPWIRE is older than the sources: cargo build --release -p zipwire" >&2
+    fi
+fi
 exec python3 "$ROOT/bench/tunnel.py" "$@"

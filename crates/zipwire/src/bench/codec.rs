@@ -44,14 +44,16 @@ pub fn run(args: &CodecArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
 
     let mut warm_up = Vec::with_capacity(engines.len());
     let mut out_bytes = Vec::with_capacity(engines.len());
+    let mut outputs = Vec::with_capacity(engines.len());
     for engine in &mut engines {
-        let (elapsed, bytes) = warm_up_and_verify(engine, &input.files)?;
+        let (elapsed, verified) = warm_up_and_verify(engine, &input.files)?;
         warm_up.push(elapsed);
-        out_bytes.push(bytes);
+        out_bytes.push(verified.iter().map(|output| output.len).sum::<u64>());
+        outputs.push(verified);
     }
 
     let plan = Plan::new(args, &warm_up);
-    let timed = measure(&mut engines, &input.files, &plan)?;
+    let timed = measure(&mut engines, &input.files, &plan, &outputs)?;
 
     let in_bytes = input.total_bytes();
     let measurements: Vec<Measurement> = engines
@@ -125,11 +127,21 @@ impl Plan {
     }
 }
 
+/// What a file's verified output was: every later output of the same engine must be the same
+/// (each engine is deterministic), so the timed rounds need no decoding to be checked.
+struct Output {
+    len: u64,
+    crc: u32,
+}
+
 /// Compresses every file once, untimed except for the compression calls themselves, checks
-/// each output, and returns (compression time, total output bytes).
-fn warm_up_and_verify(engine: &mut Engine, files: &[File]) -> anyhow::Result<(Duration, u64)> {
+/// each output, and returns the compression time and each file's [`Output`].
+fn warm_up_and_verify(
+    engine: &mut Engine,
+    files: &[File],
+) -> anyhow::Result<(Duration, Vec<Output>)> {
     let mut elapsed = Duration::ZERO;
-    let mut out_bytes = 0;
+    let mut outputs = Vec::with_capacity(files.len());
     let mut plain = Vec::new();
     let label = engine.label();
     for file in files {
@@ -138,7 +150,10 @@ fn warm_up_and_verify(engine: &mut Engine, files: &[File]) -> anyhow::Result<(Du
             .compress(&file.data)
             .with_context(|| format!("{}: {label}", file.name))?;
         elapsed += start.elapsed();
-        out_bytes += compressed.len() as u64;
+        outputs.push(Output {
+            len: compressed.len() as u64,
+            crc: crc32fast::hash(compressed),
+        });
 
         plain.clear();
         let decoded = GzDecoder::new(compressed).read_to_end(&mut plain);
@@ -150,11 +165,19 @@ fn warm_up_and_verify(engine: &mut Engine, files: &[File]) -> anyhow::Result<(Du
             );
         }
     }
-    Ok((elapsed, out_bytes))
+    Ok((elapsed, outputs))
 }
 
-/// Runs the timed rounds and returns each engine's total time.
-fn measure(engines: &mut [Engine], files: &[File], plan: &Plan) -> anyhow::Result<Vec<Duration>> {
+/// Runs the timed rounds and returns each engine's total time. Every output must have its
+/// verified length (a compare, inside the timing), and after each turn the engine, warm, must
+/// make the last file's verified bytes again (CRC-32): an engine that went wrong once warm
+/// is not measured.
+fn measure(
+    engines: &mut [Engine],
+    files: &[File],
+    plan: &Plan,
+    verified: &[Vec<Output>],
+) -> anyhow::Result<Vec<Duration>> {
     let count = engines.len();
     let mut timed = vec![Duration::ZERO; count];
     for round in 0..plan.rounds as usize {
@@ -162,15 +185,32 @@ fn measure(engines: &mut [Engine], files: &[File], plan: &Plan) -> anyhow::Resul
             let i = (turn + round) % count;
             let engine = &mut engines[i];
             let label = engine.label();
+            let mut wrong = None;
             let start = Instant::now();
             for _ in 0..plan.passes[i] {
-                for file in files {
-                    engine
+                for (file, output) in files.iter().zip(&verified[i]) {
+                    let compressed = engine
                         .compress(&file.data)
                         .with_context(|| format!("{}: {label}", file.name))?;
+                    if compressed.len() as u64 != output.len {
+                        wrong = Some(&file.name);
+                    }
                 }
             }
             timed[i] += start.elapsed();
+            let last = files
+                .len()
+                .checked_sub(1)
+                .map(|at| (&files[at], &verified[i][at]));
+            if let Some((file, output)) = last {
+                let compressed = engine.compress(&file.data)?;
+                if crc32fast::hash(compressed) != output.crc {
+                    wrong = Some(&file.name);
+                }
+            }
+            if let Some(name) = wrong {
+                bail!("{name}: {label} made other output in a timed round than the verified one");
+            }
         }
     }
     Ok(timed)

@@ -82,7 +82,7 @@ pub fn table(out: &mut dyn Write, run: &Run<'_>) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "checked: every engine's output decompressed (flate2) and compared with the input"
+        "checked: warm-up outputs decompressed (flate2) and compared with the input; timed ones match them"
     )?;
     if cfg!(debug_assertions) {
         writeln!(
