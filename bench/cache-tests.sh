@@ -57,6 +57,13 @@ trap cleanup EXIT
 )
 SUITE=$WORK/package
 
+# Something else on a port would answer the checks and the suite in our servers' stead.
+port_free() {
+    ! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null
+}
+port_free "$ORIGIN_PORT" || die "port $ORIGIN_PORT is in use (set ORIGIN_PORT)"
+port_free "$PROXY_PORT" || die "port $PROXY_PORT is in use (set PROXY_PORT)"
+
 wait_http() {
     for _ in $(seq 100); do
         curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
@@ -85,6 +92,7 @@ EOF
 "$ZIPWIRE" proxy --config "$WORK/zipwire.toml" > "$WORK/proxy.log" 2>&1 &
 PIDS+=($!)
 wait_http "$PROXY_PORT" || die "zipwire did not start: $(cat "$WORK/proxy.log")"
+kill -0 "${PIDS[-1]}" 2> /dev/null || die "zipwire exited: $(cat "$WORK/proxy.log")"
 
 (
     cd "$SUITE"
