@@ -1,7 +1,10 @@
 //! Which stored response a request may get: the primary key (method, host, target; RFC 9111
 //! §2) and the secondary key of `Vary` (§4.1).
 
-use http::header::{HeaderMap, HeaderName, ACCEPT_ENCODING, HOST, VARY};
+use http::header::{
+    HeaderMap, HeaderName, ACCEPT, ACCEPT_CHARSET, ACCEPT_ENCODING, ACCEPT_LANGUAGE, COOKIE, HOST,
+    VARY,
+};
 use http::request::Parts;
 
 use crate::decide::list;
@@ -81,17 +84,35 @@ impl Selected {
     }
 }
 
-/// Every line of `name` joined by ", ", each trimmed; whitespace around commas is normalised
-/// so that `a,b` and `a, b` select the same response (§4.1 allows it).
+/// Fields whose value is a comma-separated list (RFC 9110 §12.5): for these, and only these,
+/// `a,b` and `a, b` are the same value (§4.1 allows normalising list syntax).
+const LISTS: [HeaderName; 4] = [ACCEPT, ACCEPT_CHARSET, ACCEPT_ENCODING, ACCEPT_LANGUAGE];
+
+/// The value of `name` a request is compared by: its lines joined (by "; " for `Cookie`, as
+/// HTTP/2 splits one into lines, RFC 9113 §8.2.3; by ", " for the rest), each trimmed at its
+/// ends; for a list field, the elements of its lines, joined by ", ". Otherwise the bytes are
+/// compared as sent: a comma means something in `Origin` or `Cookie`, and until 2026-11-27
+/// `Origin: https://app.example,` selected the response stored for `https://app.example`, so
+/// one client could choose what another got (Varnish compares the bytes too).
 fn combined(headers: &HeaderMap, name: &HeaderName) -> Option<Vec<u8>> {
     let mut lines = headers.get_all(name).iter().peekable();
     lines.peek()?;
     let mut out = Vec::new();
-    for element in list::elements(headers.get_all(name)) {
-        if !out.is_empty() {
-            out.extend_from_slice(b", ");
+    if LISTS.contains(name) {
+        for element in list::elements(headers.get_all(name)) {
+            if !out.is_empty() {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(element);
         }
-        out.extend_from_slice(element);
+        return Some(out);
+    }
+    let separator: &[u8] = if name == COOKIE { b"; " } else { b", " };
+    for (i, line) in lines.enumerate() {
+        if i > 0 {
+            out.extend_from_slice(separator);
+        }
+        out.extend_from_slice(line.as_bytes().trim_ascii());
     }
     Some(out)
 }
@@ -138,29 +159,59 @@ mod tests {
             ("vary", "Accept-Language, accept-encoding"),
             ("vary", "X-A"),
         ]);
-        let en = heads(&[("accept-language", "en"), ("x-a", "1,2")]);
+        let en = heads(&[("accept-language", "en,de"), ("x-a", "1, 2")]);
         let selected = Selected::new(&response, &en, true);
-        assert!(selected.matches(&heads(&[("accept-language", "en"), ("x-a", "1, 2")])));
+        // A list field's syntax is normalised; another field's lines are joined as sent.
+        assert!(selected.matches(&heads(&[("accept-language", "en, de"), ("x-a", "1, 2")])));
         assert!(selected.matches(&heads(&[
             ("accept-language", "en"),
+            ("accept-language", "de"),
             ("x-a", "1"),
-            ("x-a", "2")
+            ("x-a", " 2 ")
         ])));
+        assert!(!selected.matches(&heads(&[("accept-language", "en,de"), ("x-a", "1,2")])));
         assert!(!selected.matches(&heads(&[("accept-language", "fr"), ("x-a", "1, 2")])));
-        assert!(!selected.matches(&heads(&[("accept-language", "en")])));
+        assert!(!selected.matches(&heads(&[("accept-language", "en,de")])));
         // Accept-Encoding counts only when the upstream saw it.
         assert!(selected.matches(&heads(&[
-            ("accept-language", "en"),
-            ("x-a", "1,2"),
+            ("accept-language", "en,de"),
+            ("x-a", "1, 2"),
             ("accept-encoding", "br")
         ])));
         let forwarded = Selected::new(&response, &en, false);
         assert!(!forwarded.matches(&heads(&[
-            ("accept-language", "en"),
-            ("x-a", "1,2"),
+            ("accept-language", "en,de"),
+            ("x-a", "1, 2"),
             ("accept-encoding", "br")
         ])));
         let none = Selected::new(&HeaderMap::new(), &en, true);
         assert!(none.matches(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn a_stray_comma_selects_another_response_where_the_field_is_no_list() {
+        // One client's `Origin: https://app.example,` must not choose what the allowed origin
+        // gets; an HTTP/2 client's cookie lines are the HTTP/1.1 client's one line.
+        let response = heads(&[("vary", "Origin, Cookie")]);
+        let sent = heads(&[("origin", "https://app.example,"), ("cookie", "a=1; b=2")]);
+        let selected = Selected::new(&response, &sent, true);
+        assert!(!selected.matches(&heads(&[
+            ("origin", "https://app.example"),
+            ("cookie", "a=1; b=2")
+        ])));
+        let stored = Selected::new(
+            &response,
+            &heads(&[("origin", "https://app.example"), ("cookie", "a=1; b=2")]),
+            true,
+        );
+        assert!(stored.matches(&heads(&[
+            ("origin", "https://app.example"),
+            ("cookie", "a=1"),
+            ("cookie", "b=2")
+        ])));
+        assert!(!stored.matches(&heads(&[
+            ("origin", "https://app.example"),
+            ("cookie", "a=1, b=2")
+        ])));
     }
 }

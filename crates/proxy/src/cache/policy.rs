@@ -287,6 +287,7 @@ pub(crate) enum NotStored {
     Private,
     Authorization,
     SetCookie,
+    /// `Vary: *`, or a `Vary` member that is no field name.
     VaryStar,
     /// `Vary` names a field the proxy writes into the upstream request ([`PROXY_WRITTEN`]).
     VaryOnProxyField,
@@ -372,7 +373,12 @@ pub(crate) fn storable(
     if response.contains_key(SET_COOKIE) && !store_set_cookie {
         return Err(NotStored::SetCookie);
     }
-    if list::elements(response.get_all(VARY)).any(|member| member == b"*") {
+    // A member that is no field name (`"Cookie"`, `Cookie;`) selects on something no
+    // request field can be compared with: as `*`, not stored, rather than ignored and the
+    // response shared between every client (until 2026-11-27).
+    if list::elements(response.get_all(VARY))
+        .any(|member| member == b"*" || !list::is_token(member))
+    {
         return Err(NotStored::VaryStar);
     }
     let explicit = directives

@@ -229,12 +229,24 @@ impl Cache {
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED && using.conditional {
             if let Some(entry) = &using.entry {
-                // A 304 to the validators only the cache sent says the stored response is
-                // still the origin's, whatever new validator it carries; and it must never
-                // reach a client that asked for the whole response (RFC 9110 §15.4.5).
+                // A 304 must never reach a client that asked for the whole response (RFC
+                // 9110 §15.4.5), and it updates the stored response only if its validator
+                // is that response's (RFC 9111 §4.3.4).
                 let ours_alone = !using.client_conditional;
-                if ours_alone || revalidate::freshens(entry, response.headers(), using.client_tags)
-                {
+                let fits = revalidate::freshens(entry, response.headers(), using.client_tags);
+                if !fits && ours_alone {
+                    // It names another representation (a new strong `ETag` or another
+                    // `Last-Modified`, from an origin that answered the date alone): the
+                    // stored body is not relabelled with it, which would have served the old
+                    // body under the new tag for good (until 2026-11-27). This client gets
+                    // the entry as it was stored, and the entry goes, so that the next
+                    // request fetches the new one whole.
+                    if self.store.remove(&using.key) {
+                        self.account();
+                    }
+                    return After::Serve(using.key, entry.clone());
+                }
+                if fits {
                     let mut not_modified = response.headers().clone();
                     forward::strip_hop_by_hop(&mut not_modified);
                     let now = self.settings.clock.now();

@@ -152,7 +152,13 @@ fn answer(script: &Script, request: &Request<Incoming>) -> Response<Full<Bytes>>
         *response.status_mut() = StatusCode::NOT_MODIFIED;
         for (name, value) in &script.not_modified {
             let headers = response.headers_mut();
-            headers.append(*name, HeaderValue::from_str(value).expect("valid"));
+            let value = HeaderValue::from_str(value).expect("valid");
+            // A 304's own ETag replaces the script's (an origin that names another tag).
+            if *name == "etag" {
+                headers.insert(*name, value);
+            } else {
+                headers.append(*name, value);
+            }
         }
         return response;
     }
@@ -321,6 +327,32 @@ async fn a_304_to_the_cache_s_validators_serves_the_stored_body(
     assert_eq!(parts.status, 200);
     assert_eq!(body, expected);
     assert_eq!(counter(&proxy, |c| &c.revalidations), 1);
+}
+
+#[tokio::test]
+async fn a_304_naming_another_strong_tag_never_relabels_the_stored_body() {
+    // An origin that answers the stored validators with a 304 carrying a new strong tag (as
+    // handlers that look at If-Modified-Since alone do). Applied to the stored body, the new
+    // tag labelled the old body, and every later revalidation with it got a 304 again.
+    let origin = Scripted::start(&[("cache-control", "max-age=3600")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Revalidate, origin.time.clone()).await;
+    let client = client();
+    let first = origin.script.lock().expect("not poisoned").body.clone();
+    get(&client, &proxy, &[]).await;
+    origin.edit(|s| {
+        s.not_modified = vec![("etag", "\"v2\"".to_owned())];
+        s.body = Bytes::from_static(b"<html>the second version</html>");
+    });
+    let (parts, body) = get(&client, &proxy, &[]).await;
+    assert_eq!(origin.last_request().1["if-none-match"], "\"v1\"");
+    assert_eq!(parts.status, 200);
+    assert_eq!(body, first, "the stored body, as it was stored");
+    assert_eq!(parts.headers["etag"], "\"v1\"", "{:?}", parts.headers);
+    // The entry went: the next request asks for the whole response.
+    let (parts, body) = get(&client, &proxy, &[]).await;
+    assert_eq!(origin.last_request().1.get("if-none-match"), None);
+    assert_eq!(parts.status, 200);
+    assert_eq!(body, b"<html>the second version</html>".as_slice());
 }
 
 #[tokio::test]

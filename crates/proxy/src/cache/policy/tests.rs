@@ -135,6 +135,18 @@ fn admission_follows_rfc_9111_section_3() {
             ],
             Err(VaryStar),
         ),
+        (
+            &[],
+            200,
+            &[("cache-control", "max-age=60"), ("vary", "\"Cookie\"")],
+            Err(VaryStar),
+        ),
+        (
+            &[],
+            200,
+            &[("cache-control", "max-age=60"), ("vary", "Cookie/1")],
+            Err(VaryStar),
+        ),
         // RFC 9213: CDN-Cache-Control overrides Cache-Control for this cache.
         (
             &[],
