@@ -109,23 +109,34 @@ impl Config {
         bad
     }
 
-    /// The settings of this process: the file, then the environment over it.
+    /// The settings of this process: the file, then the environment over it. A program
+    /// that runs with more privilege than its caller (setuid, setgid, file capabilities) reads
+    /// the file at its default path alone, as `secure_getenv` would have it: where the
+    /// library stands in for the system's libz, the caller's environment would otherwise
+    /// choose a file the caller may not read and have its lines printed as bad settings.
     fn load() -> Config {
         let mut config = Config::default();
-        let path = std::env::var("ZIPWIRE_ZLIB_CONFIG")
-            .unwrap_or_else(|_| "/etc/zipwire/libz.conf".to_owned());
+        let var = |name: &str| {
+            if privileged() {
+                None
+            } else {
+                std::env::var(name).ok()
+            }
+        };
+        let path =
+            var("ZIPWIRE_ZLIB_CONFIG").unwrap_or_else(|| "/etc/zipwire/libz.conf".to_owned());
         let mut bad = match std::fs::read_to_string(&path) {
             Ok(text) => config.apply_file(&text),
             Err(_) => Vec::new(),
         };
-        for (var, key) in [
+        for (name, key) in [
             ("ZIPWIRE_ZLIB_LEVELS", "levels"),
             ("ZIPWIRE_ZLIB_ADAPT", "adapt"),
             ("ZIPWIRE_ZLIB_LOG", "log"),
         ] {
-            if let Ok(value) = std::env::var(var) {
+            if let Some(value) = var(name) {
                 if !config.apply(key, &value) {
-                    bad.push(format!("{var}={value}"));
+                    bad.push(format!("{name}={value}"));
                 }
             }
         }
@@ -156,6 +167,14 @@ impl Config {
         }
         config
     }
+}
+
+/// Whether the kernel marked this process as running with more privilege than its caller
+/// (`AT_SECURE`: setuid, setgid or file capabilities), as glibc's `secure_getenv` asks.
+fn privileged() -> bool {
+    // SAFETY: getauxval reads the auxiliary vector the kernel gave the process; it takes a
+    // plain integer and has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
 fn parse_bool(value: &str) -> Option<bool> {

@@ -15,7 +15,7 @@
 
 use core::ffi::c_int;
 use core::ptr;
-use std::cell::RefCell;
+use std::cell::Cell;
 
 use libz_rs_sys::{
     gz_header, z_stream, Z_BUF_ERROR, Z_FINISH, Z_FULL_FLUSH, Z_MEM_ERROR, Z_NO_FLUSH, Z_OK,
@@ -122,9 +122,30 @@ pub(crate) struct Engine {
     pub(crate) pending: Buf,
 }
 
+/// The encoder's working memory and a buffer for its output.
+pub(crate) type Work = (Scratch, Vec<u8>);
+
 thread_local! {
-    /// The encoder's working memory and its output, shared by every stream of the thread.
-    pub(crate) static WORK: RefCell<(Scratch, Vec<u8>)> = RefCell::new((Scratch::new(), Vec::new()));
+    /// One [`Work`] per thread, shared by every stream of the thread: taken out for a call and
+    /// put back after it.
+    static WORK: Cell<Option<Box<Work>>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with this thread's [`Work`], or with a fresh one where the thread's is in use (a
+/// call made from inside another, through a custom allocator) or already torn down. A stream
+/// finished in an `atexit` handler, a C++ static destructor or a thread-key destructor runs
+/// after the thread's storage is gone: `WORK.with` panicked there, and `deflate` failed with
+/// the stream cut short (until 2026-11-27; the system zlib finishes such streams).
+pub(crate) fn with_work<R>(f: impl FnOnce(&mut Work) -> R) -> R {
+    let mut work = WORK
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Box::new((Scratch::new(), Vec::new())));
+    let r = f(&mut work);
+    // Fails only while the thread is being torn down: the memory is then simply freed.
+    let _ = WORK.try_with(|cell| cell.set(Some(work)));
+    r
 }
 
 /// How a chunk ends.
@@ -335,11 +356,8 @@ impl Engine {
         let store = self.stored
             || (self.adapt && !data.is_empty() && detect::inspect(data) != Verdict::Compressible);
         self.encoder.set_store_only(store);
-        WORK.with(|work| {
-            let Ok(mut work) = work.try_borrow_mut() else {
-                return Err(Z_STREAM_ERROR);
-            };
-            let (scratch, out) = &mut *work;
+        with_work(|work| {
+            let (scratch, out) = work;
             out.clear();
             let done = if end == End::Final {
                 self.encoder.finish(scratch, data, out)

@@ -11,7 +11,7 @@ use libz_rs_sys::{
 use zipwire_codec::BlockEnd;
 use zipwire_tunnel::detect::{self, Verdict};
 
-use crate::engine::{rank, Engine, Status, MAX_CHUNK, WORK};
+use crate::engine::{rank, with_work, Engine, Status, MAX_CHUNK};
 
 impl Engine {
     /// Compresses `data` with the windowed encoder, ending the call as `end` says (`None`:
@@ -28,48 +28,37 @@ impl Engine {
         let Some(encoder) = self.windowed.as_mut() else {
             return Err(Z_STREAM_ERROR);
         };
-        let out = WORK.with(|work| {
-            let Ok(mut work) = work.try_borrow_mut() else {
-                return Err(Z_STREAM_ERROR);
-            };
-            let mut out = std::mem::take(&mut work.1);
-            out.clear();
-            let done = if store {
-                // Stored, without a compression attempt: what the encoder keeps goes out up to
-                // a byte boundary, the block follows as stored blocks (RFC 1951 section
-                // 3.2.4), and the encoder forgets its history, which the decoder's window no
-                // longer matches position for position.
-                let flushed = encoder.encode(&[], BlockEnd::Sync, &mut out);
-                for piece in data.chunks(65_535) {
-                    let len = piece.len() as u16;
-                    out.push(0);
-                    out.extend_from_slice(&len.to_le_bytes());
-                    out.extend_from_slice(&(!len).to_le_bytes());
-                    out.extend_from_slice(piece);
-                }
-                encoder.reset();
-                match end {
-                    None => encoder.finish(&[], &mut out),
-                    Some(BlockEnd::Open) => flushed,
-                    Some(end) => encoder.encode(&[], end, &mut out),
-                }
-            } else {
-                match end {
-                    None => encoder.finish(data, &mut out),
-                    Some(end) => encoder.encode(data, end, &mut out),
-                }
-            };
-            Ok((done, out))
-        })?;
-        let (done, out) = out;
+        let mut out = with_work(|work| std::mem::take(&mut work.1));
+        out.clear();
+        let done = if store {
+            // Stored, without a compression attempt: what the encoder keeps goes out up to
+            // a byte boundary, the block follows as stored blocks (RFC 1951 section
+            // 3.2.4), and the encoder forgets its history, which the decoder's window no
+            // longer matches position for position.
+            let flushed = encoder.encode(&[], BlockEnd::Sync, &mut out);
+            for piece in data.chunks(65_535) {
+                let len = piece.len() as u16;
+                out.push(0);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(&(!len).to_le_bytes());
+                out.extend_from_slice(piece);
+            }
+            encoder.reset();
+            match end {
+                None => encoder.finish(&[], &mut out),
+                Some(BlockEnd::Open) => flushed,
+                Some(end) => encoder.encode(&[], end, &mut out),
+            }
+        } else {
+            match end {
+                None => encoder.finish(data, &mut out),
+                Some(end) => encoder.encode(data, end, &mut out),
+            }
+        };
         let emitted = done
             .map_err(|_| Z_STREAM_ERROR)
             .and_then(|()| self.emit(strm, &out));
-        WORK.with(|work| {
-            if let Ok(mut work) = work.try_borrow_mut() {
-                work.1 = out;
-            }
-        });
+        with_work(|work| work.1 = out);
         emitted
     }
 

@@ -123,3 +123,43 @@ fn a_program_on_the_system_zlib_can_open_the_library_privately() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Streams finished in an `atexit` handler and in a thread-key destructor, after the thread's
+/// storage is gone (a logger flushing at exit, a per-thread stream): the system zlib finishes
+/// them, and so must the library. Its per-thread working memory was read with `with`, which
+/// panicked there: `deflate` failed and the stream was cut short.
+#[test]
+fn streams_finished_at_exit_and_in_thread_destructors_are_whole() {
+    if !common::have_cc_and_zlib_h() || !zipwire_testkit::require_tool("gzip") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let input: Vec<u8> = (0..100_000usize)
+        .map(|i| b"hello world "[i % 12] + (i / 5000) as u8)
+        .collect();
+    for link in [Link::System, Link::Zipwire] {
+        let program = common::build_c("at_exit.c", tmp.path(), link);
+        let paths = [
+            tmp.path().join(format!("{link:?}-at-exit.gz")),
+            tmp.path().join(format!("{link:?}-key.gz")),
+        ];
+        let out = Command::new(&program)
+            .args(&paths)
+            .output()
+            .expect("run at_exit");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{link:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for path in &paths {
+            let plain = Command::new("gzip")
+                .arg("-dc")
+                .arg(path)
+                .output()
+                .expect("run gzip");
+            assert!(plain.status.success(), "{link:?} {}", path.display());
+            assert!(plain.stdout == input, "{link:?} {}", path.display());
+        }
+    }
+}

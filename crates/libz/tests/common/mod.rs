@@ -91,7 +91,7 @@ pub fn build_c(source: &str, tmp: &Path, link: Link) -> PathBuf {
                 .arg(format!("-Wl,-rpath,{}", dir.display()));
         }
     }
-    cmd.arg("-ldl");
+    cmd.arg("-ldl").arg("-pthread");
     let out = cmd.output().expect("run cc");
     assert!(
         out.status.success(),
