@@ -4,7 +4,7 @@
 use http::header::HOST;
 use http::request::Parts as RequestParts;
 use http::uri::Authority;
-use http::{StatusCode, Version};
+use http::{Method, StatusCode, Version};
 
 use crate::error::ProxyError;
 use crate::exchange::forward;
@@ -63,6 +63,20 @@ pub(super) fn host(request: &RequestParts) -> Result<(), ProxyError> {
         _ => return Ok(()),
     };
     Err(ProxyError::BadRequest { reason })
+}
+
+/// RFC 9112 §3.2.4, RFC 9113 §8.3.1: the asterisk-form target (`*`) is for `OPTIONS` alone;
+/// `GET *` gets 400 rather than going upstream as a request for a path named `*`.
+pub(super) fn asterisk_form(request: &RequestParts) -> Result<(), ProxyError> {
+    if request.uri.authority().is_none()
+        && request.uri.path() == "*"
+        && request.method != Method::OPTIONS
+    {
+        return Err(ProxyError::BadRequest {
+            reason: "asterisk-form target in a request other than OPTIONS",
+        });
+    }
+    Ok(())
 }
 
 /// 501 for a request whose transfer coding is anything but `chunked` alone (RFC 9112 §6.1; as

@@ -350,6 +350,7 @@ impl Proxy {
         }
         checks::head_size(request, self.max_head)?;
         checks::host(request)?;
+        checks::asterisk_form(request)?;
         checks::transfer_coding(request)?;
         let mut facts = RequestFacts::from_parts(&request.method, &request.headers);
         facts.close_delimited = request.version < Version::HTTP_11;

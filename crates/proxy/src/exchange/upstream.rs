@@ -20,6 +20,7 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, Uri};
 use http_body::Body as _;
 use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::capture_connection;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service as _;
@@ -155,6 +156,7 @@ impl Upstreams {
             if let Some(interim) = &head.interim {
                 interim.register(&mut request);
             }
+            let connection = capture_connection(&mut request);
             let outcome = answer_within(
                 self.client.request(request),
                 &mut sent,
@@ -193,6 +195,16 @@ impl Upstreams {
                     });
                 }
                 Ok(Ok(response)) => {
+                    if response.headers().contains_key(CONTENT_LENGTH)
+                        && response.headers().contains_key(TRANSFER_ENCODING)
+                    {
+                        // RFC 9112 §6.3: framed by the chunked coding, but "ought to be
+                        // handled as an error": whoever framed it by its length would read
+                        // the rest as the next response. The connection is not used again.
+                        if let Some(connected) = connection.connection_metadata().as_ref() {
+                            connected.poison();
+                        }
+                    }
                     let limit = self.response_timeout;
                     return Ok(response.map(|body| ReadTimeout::new(body, authority, limit)));
                 }

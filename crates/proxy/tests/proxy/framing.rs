@@ -39,6 +39,13 @@ async fn chunked_coding_overrides_a_content_length_from_upstream() {
         passed.head
     );
     assert_eq!(passed.body, body);
+    // The upstream connection is not used again (RFC 9112 §6.3): whoever framed the
+    // response by its length would take the rest for the next response.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    while origin.ended() == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(origin.ended(), 1, "the connection went back to the pool");
     client
         .send(b"GET /b HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
         .await;
@@ -51,6 +58,7 @@ async fn chunked_coding_overrides_a_content_length_from_upstream() {
         compressed.head
     );
     assert_eq!(gunzip(&compressed.body), body);
+    assert_eq!(origin.heads.lock().expect("heads").len(), 2);
 }
 
 #[tokio::test]
@@ -193,6 +201,30 @@ async fn host_must_be_there_once() {
     .await;
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+}
+
+#[tokio::test]
+async fn the_asterisk_form_is_for_options_alone() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    for raw in [
+        b"GET * HTTP/1.1\r\nHost: x\r\n\r\n".as_slice(),
+        b"HEAD * HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let answer = raw_exchange(proxy.addr, raw, Duration::from_secs(3)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    }
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 0);
+    let answer = raw_exchange(
+        proxy.addr,
+        b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(3),
+    )
+    .await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(!text.starts_with("HTTP/1.1 400"), "{text}");
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
