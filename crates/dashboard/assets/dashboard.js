@@ -105,21 +105,30 @@ const Dash = (() => {
   function connect(seconds, onSample) {
     const status = document.getElementById("status");
     let prev = null, count = 0;
-    const source = new EventSource("/events");
-    source.onmessage = (event) => {
-      let cur;
-      try { cur = JSON.parse(event.data); } catch (e) { return; }
-      const dt = prev ? seconds(cur) - seconds(prev) : 0;
-      onSample(prev, cur, dt);
-      prev = cur;
-      set("updates", String(++count));
-      status.textContent = "live";
-      status.className = "pill live";
-    };
-    source.onerror = () => {
-      status.textContent = "reconnecting";
-      status.className = "pill down";
-    };
+    // An answer other than 200 (the 503 of a full house of viewers, a 421) fails an
+    // EventSource for good: it never retries on its own, so a new one is opened after a wait.
+    function open() {
+      const source = new EventSource("/events");
+      source.onmessage = (event) => {
+        let cur;
+        try { cur = JSON.parse(event.data); } catch (e) { return; }
+        const dt = prev ? seconds(cur) - seconds(prev) : 0;
+        onSample(prev, cur, dt);
+        prev = cur;
+        set("updates", String(++count));
+        status.textContent = "live";
+        status.className = "pill live";
+      };
+      source.onerror = () => {
+        status.textContent = "reconnecting";
+        status.className = "pill down";
+        if (source.readyState === EventSource.CLOSED) {
+          source.close();
+          setTimeout(open, 5000);
+        }
+      };
+    }
+    open();
   }
 
   let resizing = null;

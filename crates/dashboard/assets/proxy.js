@@ -32,8 +32,8 @@
   const codingTable = D.table("Responses by coding (exact)", [], { id: "codings" });
   const bypassTable = D.table("Bypass reasons (exact)", [], { id: "bypass" });
 
-  // The cache's hook: the card appears once /stats carries a `cache` object with `hits` and
-  // `misses` counters (the response cache adds them); until then nothing is drawn. A
+  // The cache's card appears when /stats says the cache is on (`cache.enabled`); without
+  // `[cache]` nothing is drawn. A
   // response served from the store counts whether it was fresh (a hit) or confirmed by the
   // origin with a 304 (a revalidation): in the cache's default mode, revalidate, every stored
   // response is a revalidation, and a rate of hits alone read 0% on a warm cache.
@@ -42,7 +42,7 @@
   const rate = (s, m) => (s + m > 0 ? (100 * s) / (s + m) : null);
   function renderCache(prev, cur, dt, t) {
     const c = cur.stats.cache, p = prev && prev.stats.cache;
-    if (!c || typeof c.hits !== "number" || typeof c.misses !== "number") return;
+    if (!c || c.enabled !== true || typeof c.hits !== "number" || typeof c.misses !== "number") return;
     if (!cacheChart) cacheChart = D.chart("Cache hit rate (served from the store)", D.percent, { id: "cache", range: [0, 100] });
     const s = p ? served(c) - served(p) : 0, misses = p ? c.misses - p.misses : 0;
     cacheChart.push(t, { "hit rate": rate(s, misses), "since start": rate(served(c), c.misses) });
@@ -82,10 +82,13 @@
     hits.push(t, { requests: r((x) => x.requests), compressed: r((x) => x.responses_compressed),
       bypassed: r((x) => Object.values(x.bypassed).reduce((a, b) => a + b, 0)) });
     const budget = cur.budget || {};
-    cpu.push(t, { "encoder CPU": r((x) => 100 * x.compress_seconds),
+    // What the budget counts: encoder calls alone for max_cpu, the bytes encoders compressed
+    // (not those of streams stepped down to storing) for max_rate. Decoding is shown apart.
+    cpu.push(t, { "encoder CPU": r((x) => 100 * x.encode_seconds),
+      "decoder CPU": r((x) => 100 * (x.compress_seconds - x.encode_seconds)),
       max_cpu: budget.max_cpu == null ? null : budget.max_cpu,
       "stepped down": s.throttled ? 100 : 0 });
-    compressRate.push(t, { "compressed input": encIn,
+    compressRate.push(t, { "compressed input": r((x) => x.compressed_input_bytes),
       max_rate: budget.max_rate == null ? null : budget.max_rate });
     const perCoding = {};
     for (const [name, c] of Object.entries(s.codings)) {

@@ -53,7 +53,8 @@
       if (n != null && n > most) { most = n; busiest = name; }
     }
     level.push(t, perMethod);
-    if (busiest) D.set("outgoing-level", busiest);
+    // No block sent since the last update: the last method is not the one "now".
+    if (prev) D.set("outgoing-level", busiest || "idle");
     const perReason = {};
     for (const [reason, n] of Object.entries(out.raw_reasons)) {
       perReason[reason] = r((x) => x.outgoing.raw_reasons[reason] || 0);

@@ -147,7 +147,12 @@ fn respond<B>(
         response
     };
     if request.method() != Method::GET && request.method() != Method::HEAD {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n");
+        // RFC 9110 §15.5.6: a 405 says which methods the resource takes.
+        let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n");
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
     }
     if request.uri().path() == "/stats" {
         return page(StatusCode::OK, "application/json", stats.sample());

@@ -41,6 +41,20 @@ async fn status(addr: SocketAddr, host: &str) -> String {
 }
 
 #[tokio::test]
+async fn a_405_names_the_methods_allowed() {
+    let addr = admin().await;
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let request = format!("POST /dashboard HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(3), stream.read_to_end(&mut raw)).await;
+    assert!(read.is_ok(), "no answer from the admin listener");
+    let text = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 405"), "{text}");
+    assert!(text.contains("\r\nallow: get, head\r\n"), "{text}");
+}
+
+#[tokio::test]
 async fn a_loopback_admin_answers_only_a_local_host() {
     let addr = admin().await;
     let port = addr.port();

@@ -15,6 +15,8 @@
 //! | `zipwire_proxy_bytes_out_total` | counter | [`Snapshot::bytes_out`] |
 //! | `zipwire_proxy_bytes_saved_total` | counter | [`Snapshot::bytes_saved`] |
 //! | `zipwire_proxy_compress_seconds_total` | counter | [`Snapshot::compress_seconds`] |
+//! | `zipwire_proxy_encode_seconds_total` | counter | [`Snapshot::encode_seconds`] |
+//! | `zipwire_proxy_compressed_input_bytes_total` | counter | [`Snapshot::compressed_input_bytes`] |
 //! | `zipwire_proxy_active_streams` | gauge | [`Snapshot::active_streams`] |
 //! | `zipwire_proxy_stream_memory_bytes` | gauge | [`Snapshot::stream_memory_bytes`] |
 //! | `zipwire_proxy_throttled{reason}` | gauge | [`Snapshot::throttled`]: 1 for the current reason, 0 for the others in [`THROTTLE_REASONS`] |
@@ -129,6 +131,18 @@ fn render(snapshot: &Snapshot) -> String {
         "Seconds spent in encoder and decoder calls, summed over threads.",
         Kind::Counter,
         Value::Float(snapshot.compress_seconds),
+    );
+    out.single(
+        "zipwire_proxy_encode_seconds_total",
+        "Seconds spent in encoder calls alone, summed over threads: what max_cpu limits.",
+        Kind::Counter,
+        Value::Float(snapshot.encode_seconds),
+    );
+    out.single(
+        "zipwire_proxy_compressed_input_bytes_total",
+        "Bytes the encoders compressed (not those stepped-down streams stored): what max_rate limits.",
+        Kind::Counter,
+        Value::Int(snapshot.compressed_input_bytes),
     );
     out.single(
         "zipwire_proxy_active_streams",

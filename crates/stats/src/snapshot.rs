@@ -41,6 +41,14 @@ pub struct Snapshot {
     pub bytes_saved: u64,
     /// Time spent inside encoder and decoder calls, summed over threads, in seconds (counter).
     pub compress_seconds: f64,
+    /// Of `compress_seconds`, the time inside encoder calls alone: what the budget's `max_cpu`
+    /// limits (counter).
+    #[serde(default)]
+    pub encode_seconds: f64,
+    /// Bytes the encoders compressed, less those that streams stepped down by the budget only
+    /// stored: what the budget's `max_rate` limits (counter).
+    #[serde(default)]
+    pub compressed_input_bytes: u64,
     /// Response bodies being compressed or decompressed now (gauge).
     pub active_streams: u64,
     /// Bytes of compression buffers and encoder state (zstd, brotli and gzip 4-9 windows)
@@ -76,6 +84,9 @@ pub struct Snapshot {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheStats {
+    /// Whether the cache is on (`[cache]` configured); every counter stays 0 while it is off.
+    #[serde(default)]
+    pub enabled: bool,
     /// Requests answered from a fresh stored response without asking the origin (counter).
     pub hits: u64,
     /// Requests for which nothing usable was stored, or whose entry the origin replaced
@@ -187,6 +198,8 @@ mod tests {
             bytes_out: 3_500_000,
             bytes_saved: 6_500_000,
             compress_seconds: 1.25,
+            encode_seconds: 1.0,
+            compressed_input_bytes: 8_000_000,
             active_streams: 42,
             stream_memory_bytes: 42 * 65_536,
             throttled: Some("cpu".to_owned()),
@@ -237,6 +250,9 @@ mod tests {
         assert_eq!(json["bytes_out"], 3_500_000);
         assert_eq!(json["bytes_saved"], 6_500_000);
         assert_eq!(json["compress_seconds"], 1.25);
+        assert_eq!(json["encode_seconds"], 1.0);
+        assert_eq!(json["compressed_input_bytes"], 8_000_000);
+        assert_eq!(json["cache"]["enabled"], false);
         assert_eq!(json["active_streams"], 42);
         assert_eq!(json["stream_memory_bytes"], 42 * 65_536);
         assert_eq!(json["throttled"], "cpu");
@@ -255,7 +271,7 @@ mod tests {
             serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 22, "one key per field");
+        assert_eq!(keys, 24, "one key per field");
     }
 
     #[test]

@@ -170,9 +170,48 @@ fn the_proxy_dashboard_shows_what_stats_reports() {
     let gzip = page.text("c-gzip").unwrap_or_default();
     let want = format!("{} responses", number(&stats, "/codings/gzip/responses"));
     assert!(gzip.starts_with(&want), "gzip row {gzip:?}, want {want:?}");
+    // No `[cache]`: no cache card (its counters are all 0, and the card would stay empty).
+    assert_eq!(page.text("cache"), None, "a cache card without a cache");
     let shot = page.screenshot();
     keep_screenshot(&shot, "proxy");
     screenshot_shows_charts(&shot);
+}
+
+/// A dashboard refused a seat (`503`: every viewer's seat taken) fails its `EventSource` for
+/// good, which never retries on its own: the page must open a new one, and go live once a seat
+/// is free, not show "reconnecting" until it is reloaded.
+#[test]
+fn a_page_turned_away_by_a_full_house_goes_live_once_a_seat_is_free() {
+    let Some(browser) = chromium::require() else {
+        return;
+    };
+    let site = Site::new();
+    let origin = Origin::start(&site);
+    let proxy = Proxy::start(origin.addr()).unwrap_or_else(|e| panic!("{e}"));
+    let seats: Vec<TcpStream> = (0..zipwire_dashboard::MAX_VIEWERS)
+        .map(|_| {
+            let mut stream = TcpStream::connect(proxy.admin).expect("connect to the admin");
+            let request = format!("GET /events HTTP/1.1\r\nHost: {}\r\n\r\n", proxy.admin);
+            stream.write_all(request.as_bytes()).expect("send");
+            let mut head = [0u8; 12];
+            stream
+                .read_exact(&mut head)
+                .expect("the stream's status line");
+            assert_eq!(&head, b"HTTP/1.1 200", "a seat");
+            stream
+        })
+        .collect();
+    let url = format!("http://{}/dashboard", proxy.admin);
+    let mut page = Session::open(&browser, &url, 1280, 900);
+    page.wait_for_text("status", |text| text == "reconnecting", FIRST_UPDATES);
+    assert_eq!(page.updates(), 0);
+    for seat in &seats {
+        let _ = seat.shutdown(Shutdown::Both);
+    }
+    drop(seats);
+    // The page waits 5 s before it tries again; the seats free at the next event (1 s).
+    page.wait_for_updates(1, Duration::from_secs(20));
+    assert_eq!(page.text("status").as_deref(), Some("live"));
 }
 
 /// `GET path` from an HTTP/1.1 server at `addr`, parsed as JSON.

@@ -63,6 +63,8 @@ impl AdminState {
             compress_seconds: (load(&c.compression.busy_nanos) as f64
                 + load(&c.decompression.busy_nanos) as f64)
                 / 1e9,
+            encode_seconds: load(&c.compression.busy_nanos) as f64 / 1e9,
+            compressed_input_bytes: load(&c.compression.worked_in),
             active_streams: load(&c.active_streams),
             stream_memory_bytes: self.memory.in_use(),
             throttled: self
@@ -94,6 +96,7 @@ impl AdminState {
                 })
                 .collect(),
             cache: CacheStats {
+                enabled: self.cache.is_some(),
                 hits: load(&c.cache.hits),
                 misses: load(&c.cache.misses),
                 revalidations: load(&c.cache.revalidations),
@@ -165,6 +168,15 @@ fn respond(
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let mut response = page("text/plain", "405 Method Not Allowed\n".to_owned());
         *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+        // RFC 9110 §15.5.6: a 405 says which methods the resource takes.
+        let allow = if request.uri().path() == "/cache" {
+            "DELETE"
+        } else {
+            "GET, HEAD"
+        };
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static(allow));
         return response;
     }
     match request.uri().path() {

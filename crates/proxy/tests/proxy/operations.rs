@@ -235,6 +235,23 @@ async fn admin_serves_stats_and_metrics() {
         stats["bytes_saved"].as_u64().unwrap_or(0) > 40_000,
         "{stats}"
     );
+    // What the budget limits: the bytes the encoders compressed (the page alone), and the
+    // encoder's time, part of the encoder and decoder time.
+    assert_eq!(
+        stats["compressed_input_bytes"], stats["codings"]["gzip"]["bytes_in"],
+        "{stats}"
+    );
+    assert!(
+        stats["compressed_input_bytes"].as_u64() > Some(40_000),
+        "{stats}"
+    );
+    let seconds = |key: &str| stats[key].as_f64().unwrap_or(-1.0);
+    assert!(seconds("encode_seconds") > 0.0, "{stats}");
+    assert!(
+        seconds("encode_seconds") <= seconds("compress_seconds"),
+        "{stats}"
+    );
+    assert_eq!(stats["cache"]["enabled"], false, "{stats}");
 
     let (head, body) = fetch(&client, "GET", &format!("http://{admin}/metrics"), &[]).await;
     assert_eq!(head.status, 200);
@@ -247,6 +264,12 @@ async fn admin_serves_stats_and_metrics() {
 
     let (head, _) = fetch(&client, "GET", &format!("http://{admin}/nope"), &[]).await;
     assert_eq!(head.status, 404);
+    // RFC 9110 §15.5.6: a 405 names the methods that would do.
+    for (target, allow) in [("/stats", "GET, HEAD"), ("/cache", "DELETE")] {
+        let (head, _) = fetch(&client, "POST", &format!("http://{admin}{target}"), &[]).await;
+        assert_eq!(head.status, 405);
+        assert_eq!(head.headers["allow"], allow, "{target}");
+    }
 }
 
 /// A client that sends half a request head to the admin listener and waits is cut off

@@ -158,6 +158,8 @@ fn sample_snapshot() -> Snapshot {
         bytes_out: 17_000_000,
         bytes_saved: 33_000_000,
         compress_seconds: 0.875,
+        encode_seconds: 0.75,
+        compressed_input_bytes: 42_000_000,
         active_streams: 7,
         stream_memory_bytes: 7 * 65_536,
         throttled: Some("rate".to_owned()),
@@ -182,6 +184,7 @@ fn sample_snapshot() -> Snapshot {
             },
         )]),
         cache: crate::CacheStats {
+            enabled: true,
             hits: 900,
             coalesced: 7,
             bytes_held: 1 << 20,
@@ -217,6 +220,12 @@ fn every_metric_reads_back() {
         ("zipwire_proxy_bytes_out_total", None, 17_000_000.0),
         ("zipwire_proxy_bytes_saved_total", None, 33_000_000.0),
         ("zipwire_proxy_compress_seconds_total", None, 0.875),
+        ("zipwire_proxy_encode_seconds_total", None, 0.75),
+        (
+            "zipwire_proxy_compressed_input_bytes_total",
+            None,
+            42_000_000.0,
+        ),
         ("zipwire_proxy_active_streams", None, 7.0),
         ("zipwire_proxy_stream_memory_bytes", None, 458_752.0),
         ("zipwire_proxy_throttled", Some("cpu"), 0.0),
@@ -279,7 +288,7 @@ fn every_metric_reads_back() {
 fn empty_snapshot_has_every_family() {
     let text = Snapshot::default().to_prometheus();
     let samples = parse(&text);
-    assert_eq!(text.matches("# TYPE ").count(), 33);
+    assert_eq!(text.matches("# TYPE ").count(), 35);
     // Every error series is there at 0 before the first error.
     let errors = samples
         .iter()
