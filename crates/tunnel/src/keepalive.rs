@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
+use crate::tcp_info::TcpInfo;
+
 /// Unanswered intervals after which the peer is declared dead (ssh's `ServerAliveCountMax`
 /// default).
 pub const DEFAULT_COUNT: u32 = 3;
@@ -119,7 +121,48 @@ pub(crate) async fn wait_for_death(
     }
 }
 
+/// Whether data of this end's (not only its pings and pongs) waited to reach the peer when
+/// `info` was read: frames queued for the writer (`queued`), bytes the kernel had not sent, or
+/// more segments unacknowledged than this end's own chatter makes (a ping an interval, at most
+/// `count` + 1 before the peer is declared dead, and as many pongs). Data waiting in the
+/// kernel or on the path counts as well as data in the queue: pings wait behind it, and the
+/// peer, answering none yet, is taking what it can (a burst drained through a slow link with a
+/// deep queue, an upload whose end frame has gone).
+pub(crate) fn data_waiting(queued: bool, info: Option<&TcpInfo>, count: u32) -> bool {
+    let chatter = count.saturating_add(1).saturating_mul(2);
+    queued || info.is_some_and(|info| info.notsent > 0 || info.unacked > chatter)
+}
+
 /// Turns on TCP keepalive for `tcp`, with the system's timers (as ssh's `TCPKeepAlive`).
 pub fn tcp_keepalive(tcp: &TcpStream) {
     let _ = socket2::SockRef::from(tcp).set_keepalive(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(notsent: u32, unacked: u32) -> TcpInfo {
+        TcpInfo {
+            notsent,
+            unacked,
+            ..TcpInfo::default()
+        }
+    }
+
+    #[test]
+    fn pings_alone_are_no_data_waiting() {
+        // Count 3: up to 4 pings and 4 pongs may sit unacknowledged on a path that has died.
+        assert!(!data_waiting(false, None, 3));
+        assert!(!data_waiting(false, Some(&info(0, 0)), 3));
+        assert!(!data_waiting(false, Some(&info(0, 8)), 3));
+    }
+
+    #[test]
+    fn data_in_the_queue_the_kernel_or_the_path_waits() {
+        assert!(data_waiting(true, None, 3));
+        assert!(data_waiting(false, Some(&info(1, 0)), 3));
+        assert!(data_waiting(false, Some(&info(0, 9)), 3));
+        assert!(data_waiting(false, Some(&info(0, 200)), 3));
+    }
 }

@@ -36,7 +36,7 @@ use crate::keepalive::{self, Heard};
 use crate::policy::{Decision, Link, Policy, RawReason, Sent, Signals};
 use crate::shared::choice_for;
 pub use crate::shared::Shared;
-use crate::tcp_info::LinkProbe;
+use crate::tcp_info::{LinkProbe, TcpInfo};
 
 mod receive;
 
@@ -257,21 +257,32 @@ async fn watch_loop(
                 let _ = tx.try_send(Outgoing::Ping);
             }
         };
-        // Data frames queued (not only a ping) and more of the stream acknowledged by the
-        // peer's TCP since the last look. Only while data waits: a path that swallows bytes
-        // (a hung middlebox) still acknowledges pings.
-        let mut last_acked = None;
+        // Data waited at the last look (in the queue, the kernel or on the path: see
+        // `keepalive::data_waiting`) and more of the stream was acknowledged by the peer's TCP
+        // since. Only while data waits: a path that swallows bytes (a hung middlebox) still
+        // acknowledges pings. Until 2026-11-27 only the queue counted, and a burst draining
+        // through a slow link's deep queue (8 Mbit/s, pings every 100 ms) had the peer
+        // declared dead mid-transfer, as had an upload whose end frame had gone.
+        // While data waits, a stall shorter than TCP's own retransmission timeout (before
+        // backoff, so that a dead path is still found) is no sign of death either: on a path
+        // whose queue holds seconds, a lost segment stalls the acknowledgements for longer
+        // than a short keepalive's limit.
+        let mut last: Option<TcpInfo> = None;
+        let mut queued_then = false;
+        let mut progress = Instant::now();
         let taking = || {
-            let now = acked
-                .as_ref()
-                .and_then(LinkProbe::read)
-                .map(|i| i.bytes_acked);
-            let pushing = tx
+            let now = acked.as_ref().and_then(LinkProbe::read);
+            let waited = keepalive::data_waiting(queued_then, last.as_ref(), config.count);
+            let more = matches!((last, now), (Some(a), Some(b)) if b.bytes_acked > a.bytes_acked);
+            if more {
+                progress = Instant::now();
+            }
+            let retrying = now.is_some_and(|info| progress.elapsed() < info.rto);
+            last = now;
+            queued_then = tx
                 .upgrade()
                 .is_some_and(|tx| tx.capacity() < tx.max_capacity());
-            let more = matches!((last_acked, now), (Some(a), Some(b)) if b > a);
-            last_acked = now;
-            pushing && more
+            waited && (more || retrying)
         };
         keepalive::wait_for_death(config, &heard, ping, taking).await
     };
@@ -350,9 +361,12 @@ async fn send_loop(
         let n = match read_block(&local, &mut block).await {
             Ok(n) => n,
             Err(e) => {
-                let _ = tx
-                    .send(Outgoing::Abort(format!("forwarded connection failed: {e}")))
-                    .await;
+                // Not without a limit: with the queue full behind a tunnel that does not drain
+                // (the peer's application reads nothing), the abort would wait for ever and
+                // the connection would never end. Past the grace the tunnel is dropped, and
+                // the peer sees that instead.
+                let abort = Outgoing::Abort(format!("forwarded connection failed: {e}"));
+                let _ = tokio::time::timeout(FLUSH_GRACE, tx.send(abort)).await;
                 return Err(RelayError::LocalRead(e));
             }
         };

@@ -20,6 +20,12 @@ pub struct TcpInfo {
     pub notsent: u32,
     /// Bytes the peer has acknowledged so far.
     pub bytes_acked: u64,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    /// The retransmission timeout before any backoff (`tcpi_rto` halved `tcpi_backoff`
+    /// times): how long TCP itself waits for an acknowledgement before it sends again, on a
+    /// path that has lost nothing since.
+    pub rto: std::time::Duration,
     /// Bytes sent and not yet acknowledged (unacknowledged segments times the sender's MSS):
     /// what sits in the bottleneck's queue and on the wire.
     pub in_flight: u64,
@@ -58,6 +64,10 @@ impl LinkProbe {
 /// Byte offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h); a test checks them
 /// against the libc crate's definition.
 mod layout {
+    /// `tcpi_backoff`, u8: timeouts since the last acknowledgement (the RTO's doublings).
+    pub const BACKOFF: usize = 4;
+    /// `tcpi_rto`, u32 microseconds: the retransmission timeout now, backed off.
+    pub const RTO: usize = 8;
     /// `tcpi_snd_mss`, u32.
     pub const SND_MSS: usize = 16;
     /// `tcpi_unacked`, u32: segments sent and not acknowledged.
@@ -83,6 +93,10 @@ fn parse(raw: &[u8]) -> Option<TcpInfo> {
     Some(TcpInfo {
         notsent: u32_at(layout::NOTSENT)?,
         bytes_acked: u64_at(layout::BYTES_ACKED)?,
+        unacked: u32_at(layout::UNACKED)?,
+        rto: std::time::Duration::from_micros(u64::from(
+            u32_at(layout::RTO)? >> raw.get(layout::BACKOFF)?.min(&31),
+        )),
         in_flight: u64::from(u32_at(layout::UNACKED)?) * u64::from(u32_at(layout::SND_MSS)?),
         // Before its first sample the kernel reports `u32::MAX` (no minimum yet).
         min_rtt: match u32_at(layout::MIN_RTT)? {
@@ -155,6 +169,8 @@ mod tests {
             offset_of!(libc::tcp_info, tcpi_notsent_bytes),
             layout::NOTSENT
         );
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_backoff), layout::BACKOFF);
+        assert_eq!(offset_of!(libc::tcp_info, tcpi_rto), layout::RTO);
         assert_eq!(offset_of!(libc::tcp_info, tcpi_snd_mss), layout::SND_MSS);
         assert_eq!(offset_of!(libc::tcp_info, tcpi_unacked), layout::UNACKED);
         assert_eq!(offset_of!(libc::tcp_info, tcpi_min_rtt), layout::MIN_RTT);
@@ -169,8 +185,13 @@ mod tests {
         raw[layout::UNACKED..layout::UNACKED + 4].copy_from_slice(&3u32.to_ne_bytes());
         raw[layout::SND_MSS..layout::SND_MSS + 4].copy_from_slice(&1448u32.to_ne_bytes());
         raw[layout::MIN_RTT..].copy_from_slice(&250u32.to_ne_bytes());
+        // Backed off twice from 300 ms.
+        raw[layout::RTO..layout::RTO + 4].copy_from_slice(&1_200_000u32.to_ne_bytes());
+        raw[layout::BACKOFF] = 2;
         let info = parse(&raw).unwrap();
         assert_eq!(info.notsent, 1234);
+        assert_eq!(info.unacked, 3);
+        assert_eq!(info.rto, std::time::Duration::from_millis(300));
         assert_eq!(info.in_flight, 3 * 1448);
         assert_eq!(info.min_rtt, std::time::Duration::from_micros(250));
     }

@@ -194,6 +194,65 @@ async fn a_silently_dead_path_resets_the_forwarded_connection() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// Writes 1 MB at a time, reading nothing, until a write fails or stalls for `stall`; returns
+/// the error, or `None` for a stall.
+async fn write_until_stuck(stream: &mut TcpStream, stall: Duration) -> Option<std::io::Error> {
+    let block = vec![0x5a_u8; 1 << 20];
+    loop {
+        match tokio::time::timeout(stall, stream.write_all(&block)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Some(error),
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_that_gives_up_on_a_jammed_pair_frees_the_target() {
+    // The application and the target each write without reading: the tunnel fills both
+    // ways. The application then gives up with a reset. Until 2026-11-27 its sender waited
+    // for ever to queue the abort behind frames that could not move, and the target stayed
+    // jammed until it gave up too (over direct TCP it gets the reset at once).
+    let (freed_tx, freed) = tokio::sync::oneshot::channel();
+    let target = one_shot_target(|mut stream: TcpStream| async move {
+        let stuck = write_until_stuck(&mut stream, Duration::from_secs(2)).await;
+        assert!(
+            stuck.is_none(),
+            "the target failed before the jam: {stuck:?}"
+        );
+        let jammed = Instant::now();
+        let error = write_until_stuck(&mut stream, Duration::from_secs(30)).await;
+        let _ = freed_tx.send((error, jammed.elapsed()));
+    })
+    .await;
+    let keys = keys();
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto), Limits::default()).await;
+    let (client, _) = start_client(&keys, server, shared(Choice::Auto)).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    let stuck = write_until_stuck(&mut app, Duration::from_secs(2)).await;
+    assert!(
+        stuck.is_none(),
+        "the application failed before the jam: {stuck:?}"
+    );
+    // Both sides jammed (the target's stall is timed from the same moment, give or take).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    socket2::SockRef::from(&app)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+    drop(app);
+    let gave_up = Instant::now();
+    let (error, _) = tokio::time::timeout(Duration::from_secs(20), freed)
+        .await
+        .expect("the target still jammed 20 s after the application's reset")
+        .expect("the target's task");
+    assert!(error.is_some(), "the target's writes stalled 30 s");
+    assert!(
+        gave_up.elapsed() < Duration::from_secs(10),
+        "the target was freed {:?} after the reset",
+        gave_up.elapsed()
+    );
+}
+
 /// A target on loopback that runs `serve` on its one connection.
 async fn one_shot_target<F, Fut>(serve: F) -> SocketAddr
 where

@@ -135,7 +135,9 @@ pub(super) async fn receive_loop<R: AsyncRead>(
             error,
             RelayError::PeerAborted(_) | RelayError::PeerVanished | RelayError::Tunnel(_)
         ) {
-            let _ = tx.send(Outgoing::Abort(error.to_string())).await;
+            // Within the grace, as the sender's abort (see `send_loop`).
+            let abort = Outgoing::Abort(error.to_string());
+            let _ = tokio::time::timeout(super::FLUSH_GRACE, tx.send(abort)).await;
         }
         return result;
     }
