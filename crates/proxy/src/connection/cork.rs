@@ -34,9 +34,34 @@ pub(crate) struct MoreToCome(Arc<Flags>);
 struct Flags {
     more: AtomicBool,
     cut: AtomicBool,
+    /// The server's: raised when its shutdown grace expires.
+    abandoned: Abandoned,
+}
+
+/// Raised once for a whole server, when its shutdown grace expires: every connection still
+/// open then is reset as it closes. Each has a response under way (hyper closes idle ones
+/// at once when shutdown begins), and a FIN would pass its cut body off as whole to an
+/// HTTP/1.0 client, as [`MoreToCome::cut_short`] says.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Abandoned(Arc<AtomicBool>);
+
+impl Abandoned {
+    /// Every connection of the server is reset when it closes from now on.
+    pub(crate) fn raise(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl MoreToCome {
+    /// The flags of one connection of the server that raises `abandoned` when its grace
+    /// expires.
+    pub(crate) fn under(abandoned: &Abandoned) -> MoreToCome {
+        MoreToCome(Arc::new(Flags {
+            abandoned: abandoned.clone(),
+            ..Flags::default()
+        }))
+    }
+
     /// Says whether the next writes are followed at once by more of the same response.
     pub(crate) fn set(&self, more: bool) {
         self.0.more.store(more, Ordering::Relaxed);
@@ -97,7 +122,8 @@ impl CorkedStream {
 
 impl Drop for CorkedStream {
     fn drop(&mut self) {
-        if self.more.0.cut.load(Ordering::Relaxed) {
+        let flags = &self.more.0;
+        if flags.cut.load(Ordering::Relaxed) || flags.abandoned.0.load(Ordering::Relaxed) {
             // A zero linger makes the close send RST.
             let _ = socket2::SockRef::from(&self.inner).set_linger(Some(std::time::Duration::ZERO));
         }

@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::connection::admin::{self, AdminState};
-use crate::connection::cork::{CorkedStream, MoreToCome};
+use crate::connection::cork::{Abandoned, CorkedStream, MoreToCome};
 use crate::connection::graceful::{Shutdown, Watcher};
 use crate::connection::http::{Connection, Protocol, Protocols};
 use crate::connection::keepalive::Phases;
@@ -243,6 +243,7 @@ impl Server {
         // Raised when shutdown begins: connections still in their TLS handshake give up.
         let (stopping, _) = watch::channel(());
         let mut tasks = JoinSet::new();
+        let abandoned = Abandoned::default();
         let next_id = AtomicU64::new(0);
         tokio::pin!(shutdown);
         loop {
@@ -270,7 +271,7 @@ impl Server {
             if let Err(error) = stream.set_nodelay(true) {
                 debug!(%error, "cannot set TCP_NODELAY");
             }
-            let more = MoreToCome::default();
+            let more = MoreToCome::under(&abandoned);
             // The cork sits under TLS: the records a response's writes become carry its flag.
             let stream = CorkedStream::new(stream, more.clone());
             let span = info_span!("conn", id, %peer);
@@ -314,8 +315,9 @@ impl Server {
         {
             warn!(
                 open = tasks.len(),
-                "shutdown grace expired, closing connections"
+                "shutdown grace expired, resetting connections"
             );
+            abandoned.raise();
         }
         tasks.shutdown().await;
         helpers.shutdown().await;

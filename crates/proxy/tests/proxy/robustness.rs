@@ -7,6 +7,7 @@ use tokio::net::TcpStream;
 
 use zipwire_proxy::{run_blocking, ProxyConfig, ProxyError};
 
+use crate::raw::RawOrigin;
 use crate::support::*;
 
 #[tokio::test]
@@ -190,6 +191,56 @@ async fn shutdown_closes_what_is_left_after_the_grace_period() {
         .expect("request task");
     assert!(answer.is_err(), "the cut request got a response");
     assert_eq!(Proxy::count(&proxy.stats.active_connections), 0);
+}
+
+#[tokio::test]
+async fn a_body_cut_by_the_end_of_the_grace_resets_an_http10_client() {
+    // Chunked from upstream, passed to an HTTP/1.0 client without a length: only the
+    // connection's end tells it whether the body is whole. Until 2026-11-27 a shutdown whose
+    // grace expired closed it with a FIN, and the client took a tenth of the body for all.
+    let origin = RawOrigin::start(|mut conn| async move {
+        if conn.read_head().await.is_some() {
+            let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
+                Transfer-Encoding: chunked\r\n\r\n"
+                .to_vec();
+            reply.extend_from_slice(format!("{:x}\r\n", 10_000).as_bytes());
+            reply.extend_from_slice(&[b'a'; 10_000]);
+            reply.extend_from_slice(b"\r\n");
+            let _ = conn.stream.write_all(&reply).await;
+            // The other 90 KB would come later.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    })
+    .await;
+    let mut proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.shutdown_grace = Duration::from_millis(300);
+    })
+    .await;
+    let mut client = TcpStream::connect(proxy.addr).await.expect("connect");
+    client
+        .write_all(b"GET /log HTTP/1.0\r\nHost: x\r\n\r\n")
+        .await
+        .expect("request");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    while !got.ends_with(&[b'a'; 10_000]) {
+        let n = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf))
+            .await
+            .expect("the first part in time")
+            .expect("read");
+        assert!(n > 0, "closed before the first part");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let server = proxy.shut_down();
+    let end = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf))
+        .await
+        .expect("cut at the end of the grace");
+    assert_eq!(
+        end.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionReset),
+        "the cut body ended as if whole"
+    );
+    let _ = server.await;
 }
 
 #[test]
