@@ -84,7 +84,10 @@ impl Stalls {
             registry.alive = registry.streams.len();
         }
         registry.streams.push(weak);
-        Watched { slot }
+        Watched {
+            slot,
+            rest: Bytes::new(),
+        }
     }
 
     /// Resets, for as long as it runs, the streams that have waited for the client for
@@ -118,9 +121,19 @@ trait Expire: Send + Sync {
     fn expire(&self, now: Instant, limit: Duration) -> bool;
 }
 
+/// The most a [`Watched`] body hands hyper at once: one DATA frame at HTTP/2's default
+/// `SETTINGS_MAX_FRAME_SIZE`. hyper asks for more only once h2 has sent all it holds, so
+/// the note times one piece through the client's window, not a whole 64 KiB encoder call: a
+/// client that opens its window a little at a time takes a piece per `send`, and is not
+/// reset while it reads (until 2026-11-27 one taking 1,000 bytes a second was reset after
+/// 5 s of a 5 s `send`).
+const PIECE: usize = 16 * 1024;
+
 /// An HTTP/2 response body, timed while hyper does not ask for it.
 pub(crate) struct Watched<B> {
     slot: Arc<Slot<B>>,
+    /// What is left of the body's last data frame, handed out [`PIECE`] at a time.
+    rest: Bytes,
 }
 
 struct Slot<B> {
@@ -190,29 +203,50 @@ where
         let Some(body) = state.body.as_mut() else {
             return Poll::Ready(Some(Err(Box::new(SendTimeout))));
         };
-        let polled = Pin::new(body).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(_))) = &polled {
-            state.waiting_since = Some(Instant::now());
+        if self.rest.is_empty() {
+            match std::task::ready!(Pin::new(body).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => self.rest = data,
+                    Err(trailers) => {
+                        state.waiting_since = Some(Instant::now());
+                        return Poll::Ready(Some(Ok(trailers)));
+                    }
+                },
+                Some(Err(error)) => return Poll::Ready(Some(Err(error.into()))),
+                None => return Poll::Ready(None),
+            }
         }
-        polled.map(|polled| polled.map(|frame| frame.map_err(Into::into)))
+        let piece = self.rest.split_to(self.rest.len().min(PIECE));
+        state.waiting_since = Some(Instant::now());
+        Poll::Ready(Some(Ok(Frame::data(piece))))
     }
 
-    /// The body's; never the end once expired, so that the stream is reset, not ended.
+    /// The body's, with nothing left of its last frame; never the end once expired, so that
+    /// the stream is reset, not ended.
     pub(crate) fn is_end_stream(&self) -> bool {
-        self.slot
-            .lock()
-            .body
-            .as_ref()
-            .is_some_and(Body::is_end_stream)
+        self.rest.is_empty()
+            && self
+                .slot
+                .lock()
+                .body
+                .as_ref()
+                .is_some_and(Body::is_end_stream)
     }
 
-    /// The body's, or nothing known once expired.
+    /// The body's and what is left of its last frame, or nothing known once expired.
     pub(crate) fn size_hint(&self) -> SizeHint {
-        self.slot
-            .lock()
-            .body
-            .as_ref()
-            .map_or_else(SizeHint::default, Body::size_hint)
+        let state = self.slot.lock();
+        let Some(body) = state.body.as_ref() else {
+            return SizeHint::default();
+        };
+        let body = body.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(body.lower().saturating_add(rest));
+        if let Some(upper) = body.upper() {
+            hint.set_upper(upper.saturating_add(rest));
+        }
+        hint
     }
 }
 
@@ -330,6 +364,39 @@ mod tests {
         assert!(!taken_dropped.load(Ordering::SeqCst));
         assert!(!waiting_dropped.load(Ordering::SeqCst));
         assert_eq!(phases.open(), 2);
+        expiring.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_frame_goes_out_a_piece_at_a_time_each_timed_on_its_own() {
+        let (phases, stalls) = connection();
+        let data: Bytes = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        let mut watched = stalls.watch(http_body_util::Full::new(data.clone()), phases.serve());
+        let expiring = {
+            let stalls = stalls.clone();
+            tokio::spawn(async move { stalls.expire(SEND).await })
+        };
+        let mut got = Vec::new();
+        let mut pieces = 0;
+        while !watched.is_end_stream() {
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            let Poll::Ready(Some(Ok(frame))) = watched.poll_frame(&mut cx) else {
+                panic!("a piece of the frame");
+            };
+            let piece = frame.into_data().expect("data");
+            assert!(piece.len() <= PIECE);
+            got.extend_from_slice(&piece);
+            pieces += 1;
+            // Each piece takes most of the send timeout; the whole frame far more.
+            tokio::time::sleep(SEND - SEND / LOOKS_PER_TIMEOUT - Duration::from_millis(1)).await;
+        }
+        assert_eq!(pieces, 5);
+        assert_eq!(got, data);
+        assert_eq!(
+            phases.open(),
+            1,
+            "reset while the client took piece after piece"
+        );
         expiring.abort();
     }
 
