@@ -41,7 +41,7 @@ if [ -z "${LIB:-}" ]; then
     LIB=$ROOT/target/release/libzipwire_z.versioned.so
     (cd "$ROOT" && cargo build --release -q -p zipwire-libz && sh crates/libz/link.sh > /dev/null)
 fi
-NS_A=zwlibz-a NS_B=zwlibz-b IP_A=10.78.0.1 IP_B=10.78.0.2
+NS_A=zwlibz-a-$$ NS_B=zwlibz-b-$$ IP_A=10.78.0.1 IP_B=10.78.0.2
 
 die() { echo "libz.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root for network namespaces, tc and sshd"

@@ -25,7 +25,8 @@ import time
 
 from benchplot import plot
 
-NS_A, NS_B = "zwbench-a", "zwbench-b"
+# Named per run, so that two runs (or a run beside a test) never share one.
+NS_A, NS_B = f"zwbench-a-{os.getpid()}", f"zwbench-b-{os.getpid()}"
 IP_A, IP_B = "10.77.0.1", "10.77.0.2"
 SINK_PORT = 9000
 METHODS = [
