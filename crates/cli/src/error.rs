@@ -34,6 +34,13 @@ pub enum Damage {
     CrcAndLength,
     /// The length in the trailer disagrees with the data.
     Length,
+    /// The header's CRC-16 disagrees with the header (gzip 1.12's own message names both).
+    HeaderChecksum {
+        /// The value in the header.
+        stored: u16,
+        /// The value of the header's bytes.
+        computed: u16,
+    },
     /// A variant gzip does not decode either (a method, flag or option), in gzip's words.
     Unsupported(String),
     /// As [`Damage::Unsupported`], in a message gzip writes as `FILE text`, without a colon.
@@ -71,6 +78,13 @@ impl StreamError {
 
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Damage::HeaderChecksum { stored, computed } = self {
+            // gzip.c's get_method.
+            return write!(
+                f,
+                "header checksum 0x{stored:04x} != computed checksum 0x{computed:04x}"
+            );
+        }
         // The exact strings of gzip 1.12 (gzip.c, inflate.c, unlzw.c, unzip.c).
         f.write_str(match self {
             Damage::NotGzip => "not in gzip format",
@@ -81,6 +95,7 @@ impl fmt::Display for Damage {
             Damage::CrcAndLength => "invalid compressed data--crc error",
             Damage::Length => "invalid compressed data--length error",
             Damage::Unsupported(what) | Damage::Refused(what) => what,
+            Damage::HeaderChecksum { .. } => "header checksum mismatch",
         })
     }
 }

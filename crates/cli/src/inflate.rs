@@ -190,6 +190,9 @@ fn gzip_member<R: Read, W: Write + ?Sized>(
                 }
             }
             Err(HeaderError::Invalid) => return Err(header_problem(src.available()).into()),
+            Err(HeaderError::Checksum { stored, computed }) => {
+                return Err(Damage::HeaderChecksum { stored, computed }.into())
+            }
         }
     };
     src.consume(header_len);

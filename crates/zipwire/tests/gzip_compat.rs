@@ -353,6 +353,17 @@ fn damage_messages_and_exit_codes_are_gzips() {
         variant("strayA.gz", &|b| b.push(b'A'));
         variant("strayzero.gz", &|b| b.push(0));
         fs::write(dir.join("text.gz"), b"just text\n").unwrap();
+        // A header CRC (FHCRC): right, and wrong, which gzip names with both values.
+        let with_hcrc = |flip: u16| {
+            let mut head = good[..10].to_vec();
+            head[3] |= 0x02;
+            let crc = crc32fast::hash(&head) as u16 ^ flip;
+            head.extend_from_slice(&crc.to_le_bytes());
+            head.extend_from_slice(&good[10..]);
+            head
+        };
+        fs::write(dir.join("hcrc.gz"), with_hcrc(0)).unwrap();
+        fs::write(dir.join("badhcrc.gz"), with_hcrc(0x1234)).unwrap();
     };
     let mut scripts = Vec::new();
     for name in [
@@ -372,6 +383,8 @@ fn damage_messages_and_exit_codes_are_gzips() {
         "stray",
         "strayA",
         "strayzero",
+        "hcrc",
+        "badhcrc",
     ] {
         scripts.push(format!("gzip -d {name}.gz"));
         scripts.push(format!("gzip -t {name}.gz"));

@@ -26,7 +26,9 @@ impl Decoder {
                     gzip::parse_header(&self.buf)
                 };
                 match parsed {
-                    Err(gzip::HeaderError::Invalid) => Err(corrupt),
+                    Err(gzip::HeaderError::Invalid | gzip::HeaderError::Checksum { .. }) => {
+                        Err(corrupt)
+                    }
                     Ok(Some((_, len))) => {
                         let taken = len.checked_sub(held).ok_or(corrupt)?;
                         self.buf.clear();

@@ -116,8 +116,15 @@ pub fn trailer(crc: u32, isize: u32) -> [u8; 8] {
 /// Why a header could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeaderError {
-    /// The bytes are not a gzip header (magic, method, reserved flags, header CRC, size cap).
+    /// The bytes are not a gzip header (magic, method, reserved flags, size cap).
     Invalid,
+    /// The header's CRC-16 (`FHCRC`) disagrees with the header's bytes.
+    Checksum {
+        /// The value in the header.
+        stored: u16,
+        /// The low 16 bits of the CRC-32 of the header's bytes before it.
+        computed: u16,
+    },
 }
 
 /// Parses a gzip header from the start of `buf`.
@@ -128,8 +135,8 @@ pub enum HeaderError {
 ///
 /// # Errors
 ///
-/// [`HeaderError::Invalid`] for a wrong magic or method, reserved flag bits, a header CRC that
-/// does not match, or a header longer than [`MAX_HEADER_LEN`].
+/// [`HeaderError::Invalid`] for a wrong magic or method, reserved flag bits or a header longer
+/// than [`MAX_HEADER_LEN`]; [`HeaderError::Checksum`] for a header CRC that does not match.
 pub fn parse_header(buf: &[u8]) -> Result<Option<(Header, usize)>, HeaderError> {
     parse_header_after(buf, &MAGIC)
 }
@@ -202,9 +209,10 @@ fn parse_header_after(buf: &[u8], magic: &[u8; 2]) -> Result<Option<(Header, usi
         let Some(crc) = buf.get(pos..pos + 2) else {
             return Ok(None);
         };
-        let expected = u16::from_le_bytes([crc[0], crc[1]]);
-        if crc32fast::hash(&buf[..pos]) as u16 != expected {
-            return Err(HeaderError::Invalid);
+        let stored = u16::from_le_bytes([crc[0], crc[1]]);
+        let computed = crc32fast::hash(&buf[..pos]) as u16;
+        if computed != stored {
+            return Err(HeaderError::Checksum { stored, computed });
         }
         pos += 2;
     }
@@ -255,7 +263,13 @@ mod tests {
         assert!(matches!(parse_header(&good), Ok(Some((_, 12)))));
         let mut bad = bytes;
         bad.extend_from_slice(&(crc ^ 1).to_le_bytes());
-        assert_eq!(parse_header(&bad), Err(HeaderError::Invalid));
+        assert_eq!(
+            parse_header(&bad),
+            Err(HeaderError::Checksum {
+                stored: crc ^ 1,
+                computed: crc
+            })
+        );
     }
 
     #[test]
