@@ -88,8 +88,8 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
 
-    /// Origin server, http://HOST:PORT; repeat for several (round-robin). Replaces the file's
-    /// upstreams.
+    /// Origin server, http://HOST:PORT or https://HOST:PORT; repeat for several
+    /// (round-robin). Replaces the file's upstreams.
     #[arg(long = "upstream", value_name = "URL", value_parser = parse_upstream)]
     pub upstreams: Vec<zipwire_proxy::Upstream>,
 

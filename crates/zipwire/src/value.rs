@@ -31,12 +31,15 @@ const SIZE_UNITS: &[(&[&str], u64, &str)] = &[
 ];
 
 /// A whole number with a unit: `250ms`, `10s`, `2m`, `1h` (also `us`, `ns`; a space before the
-/// unit is allowed).
+/// unit is allowed). Zero needs no unit (`0`, where a flag's help says "0 for off").
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let invalid = || {
         format!("'{text}' is not a duration: write a whole number and a unit (250ms, 10s, 2m, 1h)")
     };
     let (number, unit) = split_number(text.trim()).ok_or_else(invalid)?;
+    if number == 0 && unit.is_empty() {
+        return Ok(Duration::ZERO);
+    }
     let (_, scale) = DURATION_UNITS
         .iter()
         .find(|(name, _)| *name == unit)
@@ -135,9 +138,21 @@ pub fn parse_upstream(text: &str) -> Result<Upstream, String> {
 
 /// An IP address and port: `127.0.0.1:8080`, `[::1]:8080`. Host names are not resolved.
 pub fn parse_socket_addr(text: &str) -> Result<SocketAddr, String> {
-    text.trim().parse().map_err(|_| {
+    let addr: SocketAddr = text.trim().parse().map_err(|_| {
         format!("'{text}' is not an IP address and port (like 127.0.0.1:8080 or [::1]:8080)")
-    })
+    })?;
+    // IPv6 listeners are bound IPv6-only (so that `0.0.0.0` and `[::]` can share a port), and
+    // an IPv6-only socket cannot take an IPv4-mapped address: `--check` passed it, the start
+    // failed with "Invalid argument".
+    if let SocketAddr::V6(v6) = addr {
+        if let Some(v4) = v6.ip().to_ipv4_mapped() {
+            return Err(format!(
+                "'{text}' is an IPv4-mapped address: write {}",
+                SocketAddr::from((v4, v6.port()))
+            ));
+        }
+    }
+    Ok(addr)
 }
 
 /// A percentage of one core: a positive number (`80`, `150` for one and a half cores).
@@ -188,13 +203,14 @@ mod tests {
             ("2m", Duration::from_secs(120)),
             ("1h", Duration::from_secs(3600)),
             ("0s", Duration::ZERO),
+            ("0", Duration::ZERO),
             ("15 us", Duration::from_micros(15)),
             (" 7ns ", Duration::from_nanos(7)),
         ];
         for (text, expected) in rows {
             assert_eq!(parse_duration(text), Ok(*expected), "{text}");
         }
-        for text in ["", "10", "s", "1.5s", "-1s", "10 sec", "10S", "1m30s"] {
+        for text in ["", "10", "1", "s", "1.5s", "-1s", "10 sec", "10S", "1m30s"] {
             let err = parse_duration(text).expect_err(text);
             assert!(err.contains("is not a duration"), "{text}: {err}");
         }
@@ -314,6 +330,8 @@ mod tests {
             "'localhost:8080' is not an IP address and port (like 127.0.0.1:8080 or [::1]:8080)"
         );
         assert!(parse_socket_addr("127.0.0.1").is_err());
+        let err = parse_socket_addr("[::ffff:127.0.0.1]:8080").expect_err("v4-mapped");
+        assert!(err.contains("write 127.0.0.1:8080"), "{err}");
     }
 
     #[test]

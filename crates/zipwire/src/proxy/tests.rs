@@ -380,8 +380,9 @@ fn rejections_name_the_key() {
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
         ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
         ("[http2]\nmax_concurrent_streams = 0", "http2.max_concurrent_streams: 0 is not a stream count 1-100000"),
-        ("[http2]\ninitial_stream_window = \"16k\"", "http2.initial_stream_window: 16KiB is not within 64KiB-1GiB"),
-        ("[http2]\ninitial_connection_window = \"2g\"", "http2.initial_connection_window: 2GiB is not within 64KiB-1GiB"),
+        ("[http2]\ninitial_stream_window = 65534", "http2.initial_stream_window: 65534 is not within 65535-1GiB"),
+        ("[http2]\ninitial_stream_window = \"16k\"", "http2.initial_stream_window: 16KiB is not within 65535-1GiB"),
+        ("[http2]\ninitial_connection_window = \"2g\"", "http2.initial_connection_window: 2GiB is not within 65535-1GiB"),
         ("[http2]\nping_interval = 30", "http2.ping_interval: 30 has no unit"),
         ("[http2]\nping_timeout = \"0s\"", "http2.ping_timeout: must be longer than zero"),
     ];

@@ -459,8 +459,9 @@ fn http2(raw: &RawHttp2, http2: &mut Http2Limits) -> Result<(), ConfigError> {
         ),
     ] {
         if let Some(quantity) = quantity {
-            // RFC 9113 §6.5.2: the initial window is at least the default 65,535 bytes.
-            let bytes = size_in(key, quantity, 64 << 10..=1 << 30)?;
+            // RFC 9113 §6.5.2: the initial window is at least the default 65,535 bytes
+            // (HAProxy's `tune.h2.initial-window-size` default, so its value is taken).
+            let bytes = size_in(key, quantity, 65_535..=1 << 30)?;
             *window = u32::try_from(bytes).map_err(|_| ConfigError::new(key, "too large"))?;
         }
     }
