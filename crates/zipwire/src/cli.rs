@@ -103,7 +103,7 @@ pub struct ProxyArgs {
 
     /// Codings produced, most preferred first; the client's q-values decide, this order
     /// breaks ties [default: zstd,br,gzip,deflate]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_coding_name)]
     pub encodings: Option<Vec<String>>,
 
     /// zstd level, 1 (fastest) to 19 [default: 2]
@@ -147,7 +147,7 @@ pub struct ProxyArgs {
 
     /// Longest pause between two reads of a request body before the upload is abandoned (408)
     /// [default: 60s]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub client_body_timeout: Option<std::time::Duration>,
 
     /// Check the configuration, print the effective configuration (every key, defaults
@@ -247,6 +247,24 @@ fn parse_size_at_least(text: &str, min: u64) -> Result<u64, String> {
             crate::value::format_size(min)
         )),
         bytes => Ok(bytes),
+    }
+}
+
+/// A coding the proxy produces, refused here so that the flag is named (exit 2), as every
+/// other bad flag value is; a name listed twice is the file check's.
+fn parse_coding_name(text: &str) -> Result<String, String> {
+    match zipwire_proxy::Coding::from_name(text.as_bytes()) {
+        Some(_) => Ok(text.to_owned()),
+        None => Err(format!(
+            "'{text}' is not a coding the proxy produces (zstd, br, gzip, deflate)"
+        )),
+    }
+}
+
+fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(text)? {
+        duration if duration.is_zero() => Err("must be longer than zero".to_owned()),
+        duration => Ok(duration),
     }
 }
 

@@ -638,6 +638,18 @@ fn bad_flags_are_refused_by_clap_with_the_flag_name() {
         ),
         (&["--client-body-timeout", "5"], "is not a duration"),
         (
+            &["--client-body-timeout", "0"],
+            "--client-body-timeout <DURATION>': must be longer than zero",
+        ),
+        (
+            &["--encodings", "gzip,lz4"],
+            "--encodings <LIST>': 'lz4' is not a coding",
+        ),
+        (
+            &["--listen", "[::ffff:127.0.0.1]:8080"],
+            "is an IPv4-mapped address: write 127.0.0.1:8080",
+        ),
+        (
             &["--tls-listen", "localhost:443"],
             "is not an IP address and port",
         ),
