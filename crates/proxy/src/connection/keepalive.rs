@@ -45,7 +45,7 @@ use tokio::time::{Instant, Sleep};
 
 use crate::connection::cork::MoreToCome;
 use crate::connection::interim::Interim;
-use crate::connection::stall::{Stalls, Watched};
+use crate::connection::stall::{Abandon, Stalls, Watched};
 use crate::settings::Timeouts;
 
 /// Where a client connection stands, shared by its reads and its requests.
@@ -324,7 +324,7 @@ pub(crate) enum ServedBody<B> {
     Watched(Watched<B>),
 }
 
-impl<B: Send + 'static> ServedBody<B> {
+impl<B: Abandon + Send + 'static> ServedBody<B> {
     /// `inner`, ending the request when it is dropped; on HTTP/1 `cut` short if it fails,
     /// on HTTP/2 timed as it is sent.
     pub(crate) fn new(inner: B, served: Served, cut: MoreToCome) -> ServedBody<B> {

@@ -69,7 +69,7 @@ impl Stalls {
     }
 
     /// `body`, the response to the request `served`, timed from now.
-    pub(crate) fn watch<B: Send + 'static>(&self, body: B, served: Served) -> Watched<B> {
+    pub(crate) fn watch<B: Abandon + Send + 'static>(&self, body: B, served: Served) -> Watched<B> {
         let slot = Arc::new(Slot {
             state: Mutex::new(State {
                 body: Some(body),
@@ -114,6 +114,14 @@ impl Stalls {
     }
 }
 
+/// A response body that can be told it is dropped by the send timeout: whatever it gave
+/// hyper last may never have reached the client, and its access log line must not say
+/// "complete" (it did until 2026-11-27).
+pub(crate) trait Abandon {
+    /// The send timeout expired the stream; the body is dropped next.
+    fn abandoned(&mut self);
+}
+
 /// A stream that can be expired.
 trait Expire: Send + Sync {
     /// Drops the stream's body if it has waited for the client since before `now - limit`;
@@ -154,7 +162,7 @@ impl<B> Slot<B> {
     }
 }
 
-impl<B: Send> Expire for Slot<B> {
+impl<B: Abandon + Send> Expire for Slot<B> {
     fn expire(&self, now: Instant, limit: Duration) -> bool {
         // Held: hyper is polling the body, which is not waiting for the client.
         let Ok(mut state) = self.state.try_lock() else {
@@ -167,6 +175,9 @@ impl<B: Send> Expire for Slot<B> {
             return false;
         }
         state.waiting_since = None;
+        if let Some(body) = state.body.as_mut() {
+            body.abandoned();
+        }
         let taken = (state.body.take(), state.served.take());
         drop(state);
         // Dropped with no lock held: the body's upstream connection closes and its access
@@ -279,6 +290,18 @@ mod tests {
             }
             Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"data")))))
         }
+    }
+
+    impl Abandon for Source {
+        fn abandoned(&mut self) {}
+    }
+
+    impl Abandon for Bytes {
+        fn abandoned(&mut self) {}
+    }
+
+    impl Abandon for http_body_util::Full<Bytes> {
+        fn abandoned(&mut self) {}
     }
 
     impl Drop for Source {

@@ -246,6 +246,12 @@ impl Stream {
     }
 }
 
+impl crate::connection::stall::Abandon for ResponseBody {
+    fn abandoned(&mut self) {
+        self.log.outcome = Outcome::Failed("client send timeout".to_owned());
+    }
+}
+
 impl Body for ResponseBody {
     type Data = Bytes;
     type Error = BodyError;

@@ -103,3 +103,63 @@ async fn access_log_off_writes_no_line_and_keeps_the_counters() {
     assert!(!text.contains("/unlogged.missing"), "{text}");
     assert_eq!(Proxy::count(&proxy.stats.requests), 1);
 }
+
+#[tokio::test]
+async fn an_http2_response_the_send_timeout_cut_is_not_logged_complete() {
+    // The whole body leaves the upstream (and the proxy's side of the stream) at once, but
+    // the client's window lets out 1,000 bytes and is never opened: until 2026-11-27 the line
+    // said "complete" for a response the client never got.
+    let captured = captured();
+    let origin = Origin::start().await;
+    let proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.send = std::time::Duration::from_millis(500);
+    })
+    .await;
+    let tcp = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    let (send, connection) = crate::http2::bounded(
+        "the h2 handshake",
+        h2::client::Builder::new()
+            .initial_window_size(1_000)
+            .handshake::<_, bytes::Bytes>(tcp),
+    )
+    .await
+    .expect("an h2 handshake");
+    let _driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut send = crate::http2::bounded("a free stream", send.ready())
+        .await
+        .expect("the connection takes streams");
+    let request = http::Request::get(format!("http://{}/logged.html?h2", proxy.addr))
+        .body(())
+        .expect("valid request");
+    let (response, _) = send.send_request(request, true).expect("stream opened");
+    let response = crate::http2::bounded("the response head", response)
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 200);
+    let line = crate::http2::bounded("the access line", async {
+        loop {
+            let text =
+                String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8");
+            let found = text
+                .lines()
+                .find(|line| {
+                    line.contains(" access ")
+                        && line.contains("path=/logged.html")
+                        && line.contains("protocol=\"h2\"")
+                })
+                .map(str::to_owned);
+            if let Some(line) = found {
+                return line;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(!line.contains("outcome=\"complete\""), "{line}");
+    assert!(line.contains("send timeout"), "{line}");
+    drop(response);
+}
