@@ -89,13 +89,20 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<ServerConfig>> {
     let key_der = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| io::Error::other(format!("{}: {e}", key.display())))?;
     crate::keygen::warn_if_exposed(key, "private key file");
-    let key = key_der;
     let config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(io::Error::other)?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(io::Error::other)?;
+        .with_single_cert(certs, key_der)
+        .map_err(|e| {
+            let reason = match e {
+                rustls::Error::InconsistentKeys(_) => {
+                    format!("not the private key of {}", cert.display())
+                }
+                e => format!("not a usable key for {}: {e}", cert.display()),
+            };
+            io::Error::other(format!("{}: {reason}", key.display()))
+        })?;
     Ok(Arc::new(config))
 }
 
@@ -206,6 +213,24 @@ impl ServerCertVerifier for PinnedCert {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_of_another_certificate_is_named_with_both_files() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        crate::keygen::keygen(one.path(), false).unwrap();
+        crate::keygen::keygen(two.path(), false).unwrap();
+        let (cert, key) = (one.path().join("cert.pem"), two.path().join("key.pem"));
+        assert!(server_config(&cert, &one.path().join("key.pem")).is_ok());
+        let error = server_config(&cert, &key).expect_err("a key of another pair");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: not the private key of {}",
+                key.display(),
+                cert.display()
+            )
+        );
+    }
 
     #[test]
     fn fingerprints_print_and_parse_back() {

@@ -229,7 +229,7 @@ fn check_refuses_missing_unreadable_and_mismatched_certificates() {
             &cert,
             &other_key,
             format!(
-                "zipwire: {}: not the key of {}",
+                "zipwire: {}: not the private key of {}",
                 other_key.display(),
                 cert.display()
             ),

@@ -360,13 +360,13 @@ fn load(files: &CertificateFiles, provider: &CryptoProvider) -> Result<Certified
     })?;
     warn_if_exposed(&files.key);
     CertifiedKey::from_der(chain, key, provider).map_err(|e| {
-        at(
-            &files.key,
-            format!(
-                "not the key of {} or not a usable key: {e}",
-                files.cert.display()
-            ),
-        )
+        let reason = match e {
+            rustls::Error::InconsistentKeys(_) => {
+                format!("not the private key of {}", files.cert.display())
+            }
+            e => format!("not a usable key for {}: {e}", files.cert.display()),
+        };
+        at(&files.key, reason)
     })
 }
 

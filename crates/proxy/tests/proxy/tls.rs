@@ -362,7 +362,7 @@ async fn reload_serves_a_new_certificate_to_new_connections_and_keeps_a_broken_o
         .reload()
         .expect_err("a key of another certificate");
     assert!(
-        mismatch.to_string().contains("not the key of"),
+        mismatch.to_string().contains("not the private key of"),
         "{mismatch}"
     );
 

@@ -159,9 +159,11 @@ fn set_by_flags(flags: &RawConfig, key: &str) -> bool {
         "budget.max_memory" => b.max_memory.is_some(),
         "budget.gather_memory" => b.gather_memory.is_some(),
         "timeouts.client_body" => flags.timeouts.client_body.is_some(),
-        "tls.listen" => t.listen.is_some(),
-        "tls.cert" => t.cert.is_some(),
-        "tls.key" => t.key.is_some(),
+        // These three are checked together ("tls.cert is given without its key" is told
+        // under tls.key): a flag that gave any of them is what made the set incomplete.
+        "tls.listen" | "tls.cert" | "tls.key" => {
+            t.listen.is_some() || t.cert.is_some() || t.key.is_some()
+        }
         _ => false,
     }
 }

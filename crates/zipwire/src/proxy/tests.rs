@@ -699,4 +699,10 @@ fn an_error_in_a_flag_names_the_command_line_and_one_in_the_file_the_file() {
         twice.starts_with("command line: listen[1]: 127.0.0.1:1 is listed twice"),
         "{twice}"
     );
+    // A certificate flag without its key is told under tls.key: still the command line's.
+    let half = error(&["--threads", "1", "--tls-cert", "x.pem"]);
+    assert!(
+        half.starts_with("command line: tls.key: tls.cert is given without its key"),
+        "{half}"
+    );
 }
