@@ -1,11 +1,13 @@
-//! Ctrl-C, `SIGTERM` or `SIGHUP` while a file is being written: remove the temporary files, then
-//! exit with 128 + the signal's number, as gzip does. Without this the signal's default action
-//! would kill the process before any `Drop` runs and leave a partial file behind.
+//! Ctrl-C, `SIGTERM`, `SIGHUP`, `SIGXFSZ` or `SIGXCPU` while a file is being written: remove the
+//! temporary files, then die of the signal, as gzip does (its default action, raised again: a
+//! shell running a loop stops only when the child was killed by the SIGINT, not when it
+//! exited 130). Without this the signal's default action would kill the process before any
+//! `Drop` runs and leave a partial file behind.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXCPU, SIGXFSZ};
 use signal_hook::iterator::Signals;
 
 /// Temporary files being written now.
@@ -19,7 +21,8 @@ pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let ignored = ignored_signals();
-        let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        // SIGXFSZ and SIGXCPU: `ulimit -f` and `ulimit -t` (a temporary file was left).
+        let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP, SIGXFSZ, SIGXCPU]
             .into_iter()
             .filter(|&signal| !is_ignored(ignored, signal))
             .collect();
@@ -37,6 +40,9 @@ pub fn install() {
                 for path in pending.iter() {
                     let _ = std::fs::remove_file(path);
                 }
+                // The default action (termination) with the handler out of the way; the exit
+                // status is only the fallback should the signal somehow not end the process.
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
                 std::process::exit(128 + signal);
             }
         });

@@ -360,6 +360,23 @@ impl Job<'_> {
             ));
             return None;
         }
+        // gzip's rules for files whose mode says more than who may read them: set-id files
+        // are never replaced by an output (whose mode would carry the bits, or lose them),
+        // and a sticky file only with -f (the bit is then dropped).
+        let mode = meta.mode();
+        let refused = if mode & libc::S_ISUID != 0 {
+            Some("is set-user-ID on execution - ignored")
+        } else if mode & libc::S_ISGID != 0 {
+            Some("is set-group-ID on execution - ignored")
+        } else if mode & libc::S_ISVTX != 0 && !options.force {
+            Some("has the sticky bit set - file ignored")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            self.warn(format_args!("{} {why}", path.display()));
+            return None;
+        }
         if meta.nlink() > 1 && !options.force {
             self.warn(format_args!(
                 "{} has {} other link{} -- file ignored",

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::fs::{self, File, FileTimes, Metadata, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
@@ -88,10 +88,14 @@ impl Staged {
         self.file.flush()?;
         let file = self.file.get_ref();
         if let Some(meta) = like {
-            // Owner first: chown clears set-id bits, the mode then restores what is allowed.
-            // Only root may give a file away; others keep their own ownership silently.
-            let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
-            file.set_permissions(meta.permissions())?;
+            // As gzip's copy_stat: the group, the mode, then the owner, each on its own. Only
+            // root may give a file away; a user who may not keep the input's owner still keeps
+            // its group where they belong to it (one call for both lost the group too, and the
+            // group's members their access). The mode is the permission bits alone: set-id
+            // and sticky files are not replaced (see the job), and no output gains those bits.
+            let _ = std::os::unix::fs::fchown(file, None, Some(meta.gid()));
+            file.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o777))?;
+            let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), None);
             let mut times = FileTimes::new().set_modified(meta.modified()?);
             if let Ok(accessed) = meta.accessed() {
                 times = times.set_accessed(accessed);
@@ -123,7 +127,16 @@ impl Staged {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        File::open(dir)?.sync_all()
+        match File::open(dir) {
+            Ok(dir) => dir.sync_all(),
+            // A directory this user may write into but not read (mode 0333) cannot be opened
+            // to sync it: the file system that holds it and the output is synced instead. (An
+            // error here failed a file whose output was already in place.)
+            Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                rustix::fs::syncfs(self.file.get_ref()).map_err(io::Error::from)
+            }
+            Err(err) => Err(err),
+        }
     }
 }
 

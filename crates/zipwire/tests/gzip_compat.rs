@@ -322,6 +322,23 @@ fn suffix_and_every_documented_option_are_gzips() {
 }
 
 #[test]
+fn set_id_and_sticky_files_are_refused_as_gzip_refuses_them() {
+    // Until 2026-11-27 they were compressed, the set-id bits carried over to the output.
+    same_as_gzip(
+        &common_files,
+        &[
+            "cp in su && chmod 4755 su && gzip su; ls su*",
+            "cp in sg && chmod 2755 sg && gzip -f sg; ls sg*",
+            "cp in st && chmod 1644 st && gzip st; gzip -f st && stat -c %a st.gz",
+            "gzip -c in > su.gz && chmod 4755 su.gz && gzip -d su.gz; ls su*",
+            "cp in su && chmod 4755 su && gzip -c su | gzip -dc | cmp - in",
+        ],
+        b"",
+        Compare::Exact,
+    );
+}
+
+#[test]
 fn damage_messages_and_exit_codes_are_gzips() {
     let good = gzipped(&generate(DataKind::Text, 200_000, 2));
     let setup = |dir: &Path| {
