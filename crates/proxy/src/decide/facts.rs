@@ -5,7 +5,9 @@
 //!
 //! [`decide`]: crate::decide
 
-use http::header::{HeaderMap, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE};
+use http::header::{
+    HeaderMap, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, IF_NONE_MATCH,
+};
 use http::{Method, StatusCode};
 
 use crate::decide::list;
@@ -26,6 +28,10 @@ pub struct RequestFacts {
     /// against, only the connection's close (see [`crate::Bypass::Http10`]). Set by the
     /// caller, which knows the version; `false` from [`RequestFacts::from_parts`].
     pub close_delimited: bool,
+    /// `If-None-Match` names entity-tags, all strong: the client holds a response that was
+    /// not recoded (the proxy weakens the tag of every body it recodes), so a 304 keeps the
+    /// tag strong for it (see `decide/rules.rs`).
+    pub holds_strong_tags: bool,
 }
 
 impl RequestFacts {
@@ -36,8 +42,16 @@ impl RequestFacts {
             accept_encoding: AcceptEncoding::from_headers(headers),
             no_transform: has_no_transform(headers),
             close_delimited: false,
+            holds_strong_tags: holds_strong_tags(headers),
         }
     }
+}
+
+/// Whether `If-None-Match` lists at least one entity-tag and only strong ones (not `*`, not
+/// `W/`).
+fn holds_strong_tags(headers: &HeaderMap) -> bool {
+    let mut tags = list::elements(headers.get_all(IF_NONE_MATCH)).peekable();
+    tags.peek().is_some() && tags.all(|tag| tag.starts_with(b"\""))
 }
 
 /// The response side of the decision.

@@ -31,7 +31,10 @@
 //! an HTTP/1.0 client too). What it does say (a type not compressed, to a client that takes
 //! gzip; another coding; `no-transform`) rules the weakening out. A weak `ETag` still matches the strong one
 //! in the weak comparison that `If-None-Match` uses (RFC 9110 §13.1.2), so a 304 weakened for
-//! a 200 that was not recoded costs the cache nothing.
+//! a 200 that was not recoded costs the cache little; but a stored response that takes the
+//! weak tag loses `If-Range` (a strong comparison). So a request whose `If-None-Match` names
+//! strong tags alone, which only a response that was not recoded carries, keeps its 304's
+//! `ETag` strong ([`RequestFacts::holds_strong_tags`]).
 //!
 //! # HEAD
 //!
@@ -307,7 +310,10 @@ fn not_modified_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> V
             compressed || !req.accept_encoding.accepts(Coding::Gzip)
         }
     };
-    if recoded {
+    // A client whose `If-None-Match` names strong tags alone holds a response that was not
+    // recoded: weakened, its stored strong tag would be lost (and `If-Range` with it, so a
+    // resumed download came back whole).
+    if recoded && !req.holds_strong_tags {
         Vary::AddWeakEtag
     } else {
         Vary::Add

@@ -199,6 +199,48 @@ async fn a_304_carries_the_etag_and_vary_of_the_200_it_stands_for() {
     assert_eq!(validators(&heads[1]), validators(&heads[0]), "{}", heads[1]);
 }
 
+#[tokio::test]
+async fn a_304_to_a_client_holding_a_strong_tag_keeps_it_strong() {
+    // Chrome's media requests take no coding: the 200 passes with its strong tag, and the
+    // client revalidates with it. Until 2026-11-27 the 304 weakened it (the proxy could not
+    // rule out a decoded gzip 200), the browser's stored response took the weak tag, and
+    // `If-Range` on it (a strong comparison) turned every resumed download into a whole one.
+    let not_modified = b"HTTP/1.1 304 Not Modified\r\netag: \"v7\"\r\nconnection: close\r\n\r\n";
+    let etag_of = |conditional: &str| {
+        let request = format!(
+            "GET /movie.mp4 HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity;q=1, *;q=0\r\n\
+             {conditional}Connection: close\r\n\r\n"
+        );
+        async move {
+            let origin = RawOrigin::start(not_modified.to_vec()).await;
+            let proxy = Proxy::start(vec![upstream(origin.addr)], |_| {}).await;
+            let raw = raw_exchange(proxy.addr, request.as_bytes(), LIMIT).await;
+            let head = split_head(&raw).0;
+            assert!(head.starts_with("http/1.1 304"), "{head}");
+            head.lines()
+                .find_map(|line| line.strip_prefix("etag: "))
+                .map(str::to_owned)
+        }
+    };
+    assert_eq!(
+        etag_of("If-None-Match: \"v7\"\r\n").await.as_deref(),
+        Some("\"v7\"")
+    );
+    // A weak tag (or none) may stand for a decoded body: weak stays the safe side.
+    assert_eq!(
+        etag_of("If-None-Match: W/\"v7\", \"v6\"\r\n")
+            .await
+            .as_deref(),
+        Some("w/\"v7\"")
+    );
+    assert_eq!(
+        etag_of("If-Modified-Since: Thu, 01 Jan 2026 00:00:00 GMT\r\n")
+            .await
+            .as_deref(),
+        Some("w/\"v7\"")
+    );
+}
+
 /// A gzip response of `body` (coded as given), framed by `Content-Length`.
 fn gzip_response(body: &[u8]) -> Vec<u8> {
     let mut out = format!(
