@@ -36,7 +36,7 @@ use crate::connection::tunnel::{self, ClientLink};
 use crate::counters::{protocol_name, Counters};
 use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
-use crate::decide::negotiate::Coding;
+use crate::decide::negotiate::{Coding, Negotiated};
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
@@ -534,7 +534,13 @@ impl Proxy {
             return Some((Some(permit), None));
         }
         let gzip_offered = self.rules.offered.contains(&Coding::Gzip);
-        if state == 0 || !gzip_offered || !request.accept_encoding.accepts(Coding::Gzip) {
+        // As negotiation would between gzip and identity alone: a client that ranks identity
+        // above gzip gets the body as it is (it got gzip until 2026-11-27).
+        let gzip_chosen = matches!(
+            request.accept_encoding.negotiate(&[Coding::Gzip]),
+            Negotiated::Coding(_)
+        );
+        if state == 0 || !gzip_offered || !gzip_chosen {
             return None;
         }
         let permit = self.memory.try_acquire(buffers)?;

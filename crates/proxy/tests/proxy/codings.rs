@@ -137,6 +137,17 @@ async fn without_room_for_a_window_zstd_falls_back_to_stateless_gzip() {
     assert_eq!(encoding(&head), None);
     assert_eq!(body, html(10_000));
     assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+    // One that ranks identity above gzip gets no gzip either.
+    let (head, body) = fetch(
+        &client,
+        "GET",
+        &proxy.url("/late-stream"),
+        &[("accept-encoding", "zstd, identity;q=0.5, gzip;q=0.1")],
+    )
+    .await;
+    assert_eq!(encoding(&head), None);
+    assert_eq!(body, html(10_000));
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 2);
     // A page of known length fits in one call: it needs no window of its own, so it gets zstd.
     let (head, body) = fetch(
         &client,
