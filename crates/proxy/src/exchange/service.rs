@@ -468,9 +468,11 @@ impl Proxy {
             }
         }
         if matches!(decision, Decision::Decompress { .. }) && self.gunzip.is_none() {
+            // `Vary` as for a client that takes gzip (the same bytes, and a cache keeps the
+            // first response's `Vary`).
             decision = Decision::Pass {
                 reason: Bypass::AlreadyEncoded,
-                vary: Vary::Unchanged,
+                vary: Vary::Add,
             };
         }
         if let Decision::Decompress {

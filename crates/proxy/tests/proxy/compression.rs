@@ -239,6 +239,9 @@ async fn upstream_gzip_is_decoded_for_clients_without_gzip() {
     let (head, body) = fetch(&client, "GET", &off.url("/gzipped.html"), &[]).await;
     assert_eq!(head.headers["content-encoding"], "gzip");
     assert_eq!(gunzip(&body), html(50_000));
+    // The same `Vary` whoever asks: a cache keeps the first response's.
+    let (with_gzip, _) = fetch(&client, "GET", &off.url("/gzipped.html"), GZIP).await;
+    assert_eq!(head.headers.get("vary"), with_gzip.headers.get("vary"));
 }
 
 #[tokio::test]
