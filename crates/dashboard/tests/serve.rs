@@ -25,31 +25,30 @@ async fn admin_on(bind: &str) -> SocketAddr {
     addr
 }
 
-/// The status line of the answer to a `GET /stats` naming `host`, or "" when none came.
-async fn status(addr: SocketAddr, host: &str) -> String {
+/// The whole answer to `request` (which closes the connection), as text.
+async fn answer(addr: SocketAddr, request: &str) -> String {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.expect("write");
     let mut raw = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(3), stream.read_to_end(&mut raw)).await;
     assert!(read.is_ok(), "no answer from the admin listener");
-    String::from_utf8_lossy(&raw)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_owned()
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+/// The status line of the answer to a `GET /stats` naming `host`, or "" when none came.
+async fn status(addr: SocketAddr, host: &str) -> String {
+    let request = format!("GET /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let text = answer(addr, &request).await;
+    text.lines().next().unwrap_or("").to_owned()
 }
 
 #[tokio::test]
 async fn a_405_names_the_methods_allowed() {
     let addr = admin().await;
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let request = format!("POST /dashboard HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(3), stream.read_to_end(&mut raw)).await;
-    assert!(read.is_ok(), "no answer from the admin listener");
-    let text = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let request = format!(
+        "POST /dashboard HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+    let text = answer(addr, &request).await.to_ascii_lowercase();
     assert!(text.starts_with("http/1.1 405"), "{text}");
     assert!(text.contains("\r\nallow: get, head\r\n"), "{text}");
 }
