@@ -118,33 +118,19 @@ async fn without_room_for_a_window_zstd_falls_back_to_stateless_gzip() {
     })
     .await;
     let client = client();
-    let (head, body) = fetch(
-        &client,
-        "GET",
-        &proxy.url("/late-stream"),
-        &[("accept-encoding", "zstd, gzip;q=0.5")],
-    )
-    .await;
+    let late_stream = |accept: &'static str| {
+        let (client, url) = (client.clone(), proxy.url("/late-stream"));
+        async move { fetch(&client, "GET", &url, &[("accept-encoding", accept)]).await }
+    };
+    let (head, body) = late_stream("zstd, gzip;q=0.5").await;
     assert_eq!(encoding(&head), Some("gzip"));
     assert_eq!(gunzip(&body), html(10_000));
-    let (head, body) = fetch(
-        &client,
-        "GET",
-        &proxy.url("/late-stream"),
-        &[("accept-encoding", "zstd")],
-    )
-    .await;
+    let (head, body) = late_stream("zstd").await;
     assert_eq!(encoding(&head), None);
     assert_eq!(body, html(10_000));
     assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
     // One that ranks identity above gzip gets no gzip either.
-    let (head, body) = fetch(
-        &client,
-        "GET",
-        &proxy.url("/late-stream"),
-        &[("accept-encoding", "zstd, identity;q=0.5, gzip;q=0.1")],
-    )
-    .await;
+    let (head, body) = late_stream("zstd, identity;q=0.5, gzip;q=0.1").await;
     assert_eq!(encoding(&head), None);
     assert_eq!(body, html(10_000));
     assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 2);
