@@ -270,9 +270,11 @@ impl Upstreams {
     /// to WebSocket (RFC 9110 §7.8: the `Upgrade` of a 101 names the protocol switched to).
     pub(crate) async fn send_upgrade(
         &self,
-        head: Head,
+        mut head: Head,
         body: Incoming,
     ) -> Result<Response<UpstreamBody>, ProxyError> {
+        // A handshake is a GET: a chunked body would go unsent (see `frame_unknown_length`).
+        frame_unknown_length(&mut head.headers, &body);
         let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let Some(index) = self.members.pick(Instant::now(), &[]) else {
             return Err(ProxyError::AllDown);
