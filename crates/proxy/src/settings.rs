@@ -308,7 +308,8 @@ pub struct Timeouts {
     /// client's connection that makes no progress for this long ends the connection, and an
     /// HTTP/2 stream whose flow-control window the client leaves shut this long is reset. In
     /// either case the upstream connection behind the response is let go. Counted between two
-    /// successful writes, not for a whole response. Default 60 s.
+    /// successful writes, not for a whole response. On a WebSocket it bounds writes to the
+    /// upstream too (nginx `proxy_send_timeout`). Default 60 s.
     pub send: Duration,
 }
 

@@ -1,8 +1,9 @@
 //! An upgraded client connection (a WebSocket, RFC 6455) joined to its upstream
 //! connection: bytes copied both ways as they come, never compressed, until the upstream
 //! closes (each end passed on to the other side; a client's end alone leaves the upstream's
-//! answer to come) or neither sends anything for [`Timeouts::upgrade_idle`] (HAProxy's
-//! `timeout tunnel`).
+//! answer to come), neither sends anything for [`Timeouts::upgrade_idle`] (HAProxy's
+//! `timeout tunnel`), or a write to either side makes no progress for [`Timeouts::send`]
+//! (nginx's `proxy_send_timeout` and `send_timeout` on an upgraded connection).
 //!
 //! The tunnel runs in the client connection's own task, after hyper has handed the stream
 //! over (see [`ClientLink::hand_over`]): it keeps the connection's slot under
@@ -11,6 +12,7 @@
 //! watcher, so that is at once: see `timeouts` in docs/config.md).
 //!
 //! [`Timeouts::upgrade_idle`]: crate::Timeouts::upgrade_idle
+//! [`Timeouts::send`]: crate::Timeouts::send
 
 use std::future::Future;
 use std::io;
@@ -83,23 +85,34 @@ impl TunnelSlot {
     }
 }
 
+/// The time limits of a tunnel.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Neither side sent anything for this long: the tunnel ends.
+    pub(crate) idle: Duration,
+    /// A write to either side made no progress for this long: the tunnel ends. Without it, a
+    /// side that stops reading but goes on writing (so the tunnel is never idle) held both
+    /// connections for ever (until 2026-11-28).
+    pub(crate) send: Duration,
+}
+
 /// Joins the two upgraded connections when hyper hands them over, and copies between them
-/// until either closes or both are silent for `idle`. Counted in `counters`' active
-/// upgrades while it runs.
+/// until either closes or `limits` end it. Counted in `counters`' active upgrades while it
+/// runs.
 pub(crate) async fn run(
     client: OnUpgrade,
     upstream: OnUpgrade,
-    idle: Duration,
+    limits: Limits,
     counters: Arc<Counters>,
 ) {
     Counters::bump(&counters.active_upgrades);
     let outcome = async {
         let (client, upstream) = tokio::try_join!(client, upstream).map_err(io::Error::other)?;
-        copy_until_idle(TokioIo::new(client), TokioIo::new(upstream), idle).await
+        copy_until_idle(TokioIo::new(client), TokioIo::new(upstream), limits).await
     };
     match outcome.await {
         Ok(Ended::Closed(up, down)) => debug!(up, down, "tunnel closed"),
-        Ok(Ended::Idle) => debug!(?idle, "tunnel idle, closed"),
+        Ok(Ended::Idle) => debug!(idle = ?limits.idle, "tunnel idle, closed"),
         Err(error) => debug!(%error, "tunnel failed"),
     }
     Counters::drop_one(&counters.active_upgrades);
@@ -121,8 +134,9 @@ pub(crate) enum Ended {
 /// not end the tunnel: a client that half-closes after its Close frame still gets the
 /// server's Close frame and last messages (until 2026-11-27 the tunnel ended at the first end
 /// and dropped them). The server's end does (RFC 6455 §7.1.1: the server closes first), so
-/// a client that never closes holds nothing.
-pub(crate) async fn copy_until_idle<A, B>(a: A, b: B, idle: Duration) -> io::Result<Ended>
+/// a client that never closes holds nothing. A write that makes no progress for
+/// `limits.send` fails the tunnel with [`io::ErrorKind::TimedOut`].
+pub(crate) async fn copy_until_idle<A, B>(a: A, b: B, limits: Limits) -> io::Result<Ended>
 where
     A: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
@@ -133,13 +147,13 @@ where
     let (mut b_read, mut b_write) = tokio::io::split(Active::new(b, start, last.clone()));
     let up = AtomicU64::new(0);
     let down = AtomicU64::new(0);
-    let forward = pass(&mut a_read, &mut b_write, &up);
-    let backward = pass(&mut b_read, &mut a_write, &down);
+    let forward = pass(&mut a_read, &mut b_write, &up, limits.send);
+    let backward = pass(&mut b_read, &mut a_write, &down, limits.send);
     tokio::pin!(forward, backward);
     let mut forward_ended = false;
     loop {
         let since = Duration::from_millis(last.load(Ordering::Relaxed));
-        let due = start + since + idle;
+        let due = start + since + limits.idle;
         tokio::select! {
             passed = &mut forward, if !forward_ended => {
                 passed?;
@@ -163,7 +177,8 @@ where
 }
 
 /// Copies `from` to `to` until `from` ends, then shuts `to` down; counts into `copied`.
-async fn pass<R, W>(from: &mut R, to: &mut W, copied: &AtomicU64) -> io::Result<()>
+/// Fails when a write (or the shutdown) makes no progress for `stall`.
+async fn pass<R, W>(from: &mut R, to: &mut W, copied: &AtomicU64, stall: Duration) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -172,11 +187,28 @@ where
     loop {
         let n = from.read(&mut buf).await?;
         if n == 0 {
-            return to.shutdown().await;
+            return within(stall, to.shutdown()).await;
         }
-        to.write_all(&buf[..n]).await?;
-        copied.fetch_add(n as u64, Ordering::Relaxed);
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let written = within(stall, to.write(rest)).await?;
+            if written == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            rest = &rest[written..];
+            copied.fetch_add(written as u64, Ordering::Relaxed);
+        }
     }
+}
+
+/// `write`'s result, or [`io::ErrorKind::TimedOut`] if it takes longer than `limit`.
+async fn within<T>(limit: Duration, write: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+    tokio::time::timeout(limit, write).await.map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            "a write made no progress for the send timeout",
+        )
+    })?
 }
 
 /// Bytes read per call on each side (tokio's `copy` uses 8 KiB; a WebSocket message of
@@ -234,12 +266,54 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Active<S> {
 mod tests {
     use super::*;
 
+    /// An idle time of `idle` seconds and a send time of 30 s.
+    fn limits(idle: u64) -> Limits {
+        Limits {
+            idle: Duration::from_secs(idle),
+            send: Duration::from_secs(30),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_side_that_stops_reading_ends_the_tunnel_after_the_send_time() {
+        // The upstream never reads but writes a byte a second, so the tunnel is never idle;
+        // the client writes until the upstream's side is full.
+        let (mut client, a) = tokio::io::duplex(1024);
+        let (mut upstream, b) = tokio::io::duplex(1024);
+        let started = Instant::now();
+        let tunnel = tokio::spawn(copy_until_idle(a, b, limits(10)));
+        let writer = tokio::spawn(async move {
+            let chunk = [7u8; 256];
+            while client.write_all(&chunk).await.is_ok() {}
+        });
+        let mut ticks = 0;
+        while !tunnel.is_finished() && ticks < 100 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if upstream.write_all(b"x").await.is_err() {
+                break;
+            }
+            ticks += 1;
+        }
+        let ended = tokio::time::timeout(Duration::from_secs(5), tunnel)
+            .await
+            .expect("the tunnel ended")
+            .expect("joined");
+        let error = ended.expect_err("a stalled write ends the tunnel");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(
+            started.elapsed() <= Duration::from_secs(32),
+            "{:?}",
+            started.elapsed()
+        );
+        writer.abort();
+    }
+
     #[tokio::test(start_paused = true)]
     async fn silence_on_both_sides_ends_the_tunnel_after_idle() {
         let (mut client, a) = tokio::io::duplex(1024);
         let (mut upstream, b) = tokio::io::duplex(1024);
         let started = Instant::now();
-        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(10)));
+        let tunnel = tokio::spawn(copy_until_idle(a, b, limits(10)));
         // Traffic at 6 s moves the deadline to 16 s.
         tokio::time::sleep(Duration::from_secs(6)).await;
         client.write_all(b"ping").await.expect("write");
@@ -258,7 +332,7 @@ mod tests {
     async fn the_upstreams_end_ends_the_tunnel() {
         let (mut client, a) = tokio::io::duplex(1024);
         let (mut upstream, b) = tokio::io::duplex(1024);
-        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(60)));
+        let tunnel = tokio::spawn(copy_until_idle(a, b, limits(60)));
         upstream.write_all(b"bye").await.expect("write");
         upstream.shutdown().await.expect("shutdown");
         // The client never closes: the tunnel ends anyway, and the client reads the end.
@@ -273,7 +347,7 @@ mod tests {
     async fn after_the_clients_end_the_upstreams_answer_still_comes() {
         let (mut client, a) = tokio::io::duplex(1024);
         let (mut upstream, b) = tokio::io::duplex(1024);
-        let tunnel = tokio::spawn(copy_until_idle(a, b, Duration::from_secs(60)));
+        let tunnel = tokio::spawn(copy_until_idle(a, b, limits(60)));
         upstream.write_all(b"de").await.expect("write");
         let mut back = [0u8; 2];
         client.read_exact(&mut back).await.expect("read");

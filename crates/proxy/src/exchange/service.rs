@@ -78,8 +78,9 @@ pub(crate) struct Proxy {
     ///
     /// [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
     max_head: usize,
-    /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle).
-    upgrade_idle: std::time::Duration,
+    /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle) and
+    /// [`Timeouts::send`](crate::Timeouts::send), for tunnels.
+    tunnel_limits: tunnel::Limits,
     /// The compressed-variant cache, when `[cache] mode` is not off.
     cache: Option<Arc<Cache>>,
 }
@@ -147,7 +148,10 @@ impl Proxy {
                 crate::settings::GATHER_MEMORY_PER_THREAD * config.threads.max(1) as u64,
             )),
             max_head: config.limits.max_header_bytes,
-            upgrade_idle: config.timeouts.upgrade_idle,
+            tunnel_limits: tunnel::Limits {
+                idle: config.timeouts.upgrade_idle,
+                send: config.timeouts.send,
+            },
         }
     }
 
@@ -323,7 +327,7 @@ impl Proxy {
         client.hand_over(tunnel::run(
             on_client,
             on_upstream,
-            self.upgrade_idle,
+            self.tunnel_limits,
             self.counters.clone(),
         ));
         log.set_status(head.status);
