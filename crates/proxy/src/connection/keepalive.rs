@@ -148,6 +148,17 @@ impl Phases {
         self.lock().open
     }
 
+    /// The TLS handshake ended: the first head's time ([`Timeouts::header_read`]) counts from
+    /// now, as nginx times `ssl_handshake_timeout` and then `client_header_timeout`. A slow
+    /// handshake left a client almost no time for its head (until 2026-11-28), so a
+    /// `handshake_timeout` above `header_read` did nothing.
+    pub(crate) fn handshake_done(&self) {
+        let mut shared = self.lock();
+        if let Phase::Head(_) = shared.phase {
+            shared.phase = Phase::Head(Instant::now());
+        }
+    }
+
     /// The connection was upgraded: no read deadline from now on, whatever else ends.
     pub(crate) fn tunnel(&self) {
         self.lock().phase = Phase::Tunnel;

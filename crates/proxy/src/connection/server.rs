@@ -353,6 +353,7 @@ impl Handshake {
         };
         // A failed handshake drops the stream and the permit here.
         let Some(stream) = stream else { return };
+        self.phases.handshake_done();
         let alpn = tls::alpn(&stream);
         debug!(alpn = ?alpn.map(String::from_utf8_lossy), "tls established");
         let protocol = Protocol::from_alpn(alpn);

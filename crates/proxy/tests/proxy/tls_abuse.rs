@@ -178,3 +178,29 @@ async fn shutdown_does_not_wait_for_stalled_handshakes() {
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(closed_within(&mut stalled, Duration::from_secs(5)).await);
 }
+
+#[tokio::test]
+async fn header_read_counts_from_the_end_of_the_handshake() {
+    // A handshake that takes most of `handshake_timeout`, then a head within `header_read`:
+    // served. Until 2026-11-28 `header_read` ran from the connection's start, so the head
+    // was cut 1 s after the connection opened.
+    let origin = Origin::start().await;
+    let dir = temp_dir("slow-handshake");
+    let site = site(&dir, "site", &["proxy.test"]);
+    let proxy = TlsProxy::start(origin.upstream(), &site, |config| {
+        config.tls.handshake_timeout = Duration::from_secs(5);
+        config.timeouts.header_read = Duration::from_secs(1);
+    })
+    .await;
+    let tcp = TcpStream::connect(proxy.addr()).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let name = rustls::pki_types::ServerName::try_from("proxy.test").expect("a valid name");
+    let stream = tokio_rustls::TlsConnector::from(http11_client())
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (head, body) = get(stream, "/page.html", &[]).await;
+    assert_eq!(head.status, 200);
+    assert_eq!(body, html(50_000));
+}
