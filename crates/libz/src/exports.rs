@@ -14,8 +14,8 @@ use core::ptr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use libz_rs_sys::{
-    z_stream, z_streamp, Z_BLOCK, Z_DEFAULT_COMPRESSION, Z_DEFLATED, Z_FIXED, Z_HUFFMAN_ONLY, Z_OK,
-    Z_RLE, Z_STREAM_ERROR, Z_VERSION_ERROR,
+    z_stream, z_streamp, Z_BLOCK, Z_BUF_ERROR, Z_DEFAULT_COMPRESSION, Z_DEFLATED, Z_FIXED,
+    Z_HUFFMAN_ONLY, Z_OK, Z_RLE, Z_STREAM_ERROR, Z_VERSION_ERROR,
 };
 
 use crate::config::{self, Target};
@@ -338,9 +338,33 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
                 Target::Zipwire(zw) => zw,
                 Target::Zlib => 3,
             };
-            // As zlib: what came before the change goes out at the old level (a block end),
-            // unless nothing has been written yet, when the stream is not touched at all.
-            if !fresh {
+            // As zlib: once the stream has begun, a change of approach (zlib's: stored,
+            // fast or lazy by level, or another strategy) first compresses the input
+            // available so far at the old level, the caller's included, and ends the block
+            // (`deflate(strm, Z_BLOCK)`). Input the output buffer could not take is a
+            // Z_BUF_ERROR, nothing changed, for the caller to retry with more room: a
+            // program that takes Z_OK as "all my input was taken" lost it (until 2026-11-28
+            // only the input already buffered here went out). Where zlib's approach stays
+            // and only zipwire's encoder changes, the caller's input stays where it is, as
+            // zlib leaves it, and what is buffered here goes out at the old level.
+            let approach = |level: c_int| match level {
+                0 => 0,
+                1..=3 => 1,
+                _ => 2,
+            };
+            let zlib_changes =
+                approach(level) != approach(engine.level) || strategy != engine.strategy;
+            let encoder_changes = zipwire != engine::zipwire_level(&engine.encoder, engine.stored);
+            if !fresh && zlib_changes {
+                let code = engine.deflate(strm, Z_BLOCK);
+                if code == Z_STREAM_ERROR {
+                    return code;
+                }
+                if strm.avail_in != 0 {
+                    return Z_BUF_ERROR;
+                }
+            }
+            if !fresh && (zlib_changes || encoder_changes) {
                 if let Err(code) = engine.flush_input(strm) {
                     return set_error(strm, code);
                 }

@@ -9,7 +9,7 @@ use core::ptr;
 use libz_rs_sys::{gz_headerp, z_stream, z_streamp, Bytef, Z_BUF_ERROR, Z_OK, Z_STREAM_ERROR};
 
 use super::{dispatch, engine_of, guard, to_zlib_if_fresh};
-use crate::engine::{set_error, Engine, Status, Wrap};
+use crate::engine::{set_error, Engine, Wrap};
 use crate::state::{Kind, State};
 
 /// zlib's `deflateSetDictionary`: the stream moves to zlib-rs, which keeps a window.
@@ -77,6 +77,11 @@ pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int
     let Some((strm, state)) = (unsafe { State::of(strm) }) else {
         return Z_STREAM_ERROR;
     };
+    // zlib's bit buffer holds 16 bits: more is Z_BUF_ERROR, on every engine (zlib-rs takes
+    // up to 64, and 17 bits before a block made a stream no zlib could read).
+    if !(0..=16).contains(&bits) {
+        return Z_BUF_ERROR;
+    }
     dispatch(
         strm,
         state,
@@ -101,9 +106,6 @@ pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int
 /// bytes wait in the pending buffer, as zlib's do). A stream of stateless chunks cannot: its
 /// next chunk starts on a byte boundary.
 fn prime_windowed(strm: &mut z_stream, engine: &mut Engine, bits: c_int, value: c_int) -> c_int {
-    if !(0..=16).contains(&bits) {
-        return Z_BUF_ERROR;
-    }
     let Some(windowed) = engine.windowed.as_mut() else {
         return set_error(strm, Z_STREAM_ERROR);
     };
@@ -136,7 +138,9 @@ pub unsafe extern "C" fn deflateSetHeader(strm: z_streamp, head: gz_headerp) -> 
         state,
         |_, state| {
             let engine = engine_of(state);
-            if engine.wrap != Wrap::Gzip || engine.status != Status::Init {
+            // As zlib: any time on a gzip stream; once the header is written, it is the next
+            // one's, after deflateReset.
+            if engine.wrap != Wrap::Gzip {
                 return Z_STREAM_ERROR;
             }
             engine.gzhead = head;

@@ -373,6 +373,45 @@ static int flush_rules(void) {
     }
     CHECK(sizes[1] < sizes[0], "level 6 from 1/8 on: %zu bytes, level 1 throughout: %zu",
           sizes[1], sizes[0]);
+    /* deflateParams with the caller's next input offered but not deflated yet: a change of
+     * approach (zlib's stored, fast or lazy, by level) compresses it first, so Z_OK means all
+     * of it was taken, and a program that then refills its buffer loses nothing. */
+    static const int changes[][2] = {{1, 6}, {6, 1}, {6, 0}, {1, 9}, {2, 0}};
+    for (int c = 0; c < 5; c++) {
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        CHECK(deflateInit2(&s, changes[c][0], Z_DEFLATED, 15, 8, 0) == Z_OK, "init");
+        s.next_in = data; s.avail_in = N / 4; s.next_out = out; s.avail_out = sizeof out;
+        CHECK(deflate(&s, Z_NO_FLUSH) == Z_OK, "deflate");
+        s.avail_in = N / 4;
+        CHECK(deflateParams(&s, changes[c][1], 0) == Z_OK, "deflateParams %d->%d", changes[c][0],
+              changes[c][1]);
+        CHECK(s.avail_in == 0, "deflateParams %d->%d returned Z_OK with %u bytes of input left",
+              changes[c][0], changes[c][1], s.avail_in);
+        s.avail_in = N - N / 2;
+        CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish");
+        int ret;
+        size_t got = inflate_some(out, s.total_out, back, sizeof back, 15, NULL, 0, &ret);
+        CHECK(ret == Z_STREAM_END && got == N && !memcmp(back, data, N), "input after %d->%d",
+              changes[c][0], changes[c][1]);
+        deflateEnd(&s);
+    }
+    /* zlib's bit buffer takes 16 bits at most, whatever the level; a gzip header may be set
+     * after the first deflate() (it is the next stream's, after deflateReset). */
+    for (int level = 1; level <= 9; level += 4) {
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        CHECK(deflateInit2(&s, level, Z_DEFLATED, 31, 8, 0) == Z_OK, "init");
+        CHECK(deflatePrime(&s, 17, 0) == Z_BUF_ERROR, "deflatePrime of 17 bits, level %d", level);
+        CHECK(deflatePrime(&s, -1, 0) == Z_BUF_ERROR, "deflatePrime of -1 bits, level %d", level);
+        s.next_in = data; s.avail_in = 1000; s.next_out = out; s.avail_out = sizeof out;
+        CHECK(deflate(&s, Z_NO_FLUSH) == Z_OK, "deflate");
+        gz_header head;
+        memset(&head, 0, sizeof head);
+        CHECK(deflateSetHeader(&s, &head) == Z_OK, "deflateSetHeader after deflate, level %d", level);
+        CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish");
+        deflateEnd(&s);
+    }
     return 0;
 }
 
