@@ -32,6 +32,35 @@ macro_rules! delegate {
     )*};
 }
 
+/// zlib's `inflate`, served by zlib-rs, with zlib's counters: `total_in` and `total_out` grow
+/// by what the call took and wrote, from whatever they held. zlib-rs 0.6.8 sets `total_out`
+/// from a count of its own, which `inflateSync` zeroes: past damage, a synced stream
+/// reported fewer bytes than it had written (and a program that zeroed `total_out` got the
+/// old count back).
+///
+/// # Safety
+///
+/// The caller keeps zlib's contract for `inflate`.
+#[no_mangle]
+pub unsafe extern "C" fn inflate(strm: *mut z_stream, flush: c_int) -> c_int {
+    if strm.is_null() {
+        // SAFETY: zlib-rs answers a null stream with Z_STREAM_ERROR.
+        return unsafe { libz_rs_sys::inflate(strm, flush) };
+    }
+    // SAFETY: not null, and the caller's stream, valid for reads and writes.
+    let (avail_in, avail_out, total_in, total_out) = unsafe {
+        let s = &*strm;
+        (s.avail_in, s.avail_out, s.total_in, s.total_out)
+    };
+    // SAFETY: the caller's contract, passed through unchanged.
+    let code = unsafe { libz_rs_sys::inflate(strm, flush) };
+    // SAFETY: as above; zlib-rs has returned and holds no reference to it.
+    let s = unsafe { &mut *strm };
+    s.total_in = total_in.wrapping_add(c_ulong::from(avail_in.wrapping_sub(s.avail_in)));
+    s.total_out = total_out.wrapping_add(c_ulong::from(avail_out.wrapping_sub(s.avail_out)));
+    code
+}
+
 delegate! {
     fn crc32_z(crc: c_ulong, buf: *const Bytef, len: usize) -> c_ulong;
     fn crc32(crc: c_ulong, buf: *const Bytef, len: c_uint) -> c_ulong;
@@ -47,7 +76,6 @@ delegate! {
     fn adler32_combine64(adler1: c_ulong, adler2: c_ulong, len2: z_off64_t) -> c_ulong;
     fn uncompress(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: c_ulong) -> c_int;
     fn uncompress2(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: *mut c_ulong) -> c_int;
-    fn inflate(strm: *mut z_stream, flush: i32) -> i32;
     fn inflateEnd(strm: *mut z_stream) -> i32;
     fn inflateBackInit_(strm: z_streamp, windowBits: c_int, window: *mut c_uchar, version: *const c_char, stream_size: c_int) -> c_int;
     fn inflateBack(strm: z_streamp, in_: Option<in_func>, in_desc: *mut c_void, out: Option<out_func>, out_desc: *mut c_void) -> c_int;

@@ -415,6 +415,59 @@ static int flush_rules(void) {
     return 0;
 }
 
+/* inflate's counters grow by what each call took and wrote, from whatever the program left
+ * in them, and inflateSync past damage does not reset total_out: ten full-flushed pieces, the
+ * second damaged, then synced to the third. */
+static int inflate_counters(void) {
+    enum { N = 40000, PIECES = 10 };
+    static unsigned char data[N], packed[2 * N], back[N];
+    fill_text(data, N);
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    CHECK(deflateInit2(&s, 6, Z_DEFLATED, -15, 8, 0) == Z_OK, "init");
+    size_t marks[PIECES + 1];
+    s.next_out = packed; s.avail_out = sizeof packed;
+    for (int p = 0; p < PIECES; p++) {
+        marks[p] = s.total_out;
+        s.next_in = data + p * (N / PIECES); s.avail_in = N / PIECES;
+        CHECK(deflate(&s, p == PIECES - 1 ? Z_FINISH : Z_FULL_FLUSH) >= Z_OK, "deflate piece %d", p);
+    }
+    marks[PIECES] = s.total_out;
+    deflateEnd(&s);
+    memset(packed + marks[1] + 2, 0xff, 8);
+    memset(&s, 0, sizeof s);
+    CHECK(inflateInit2(&s, -15) == Z_OK, "inflateInit2");
+    s.next_in = packed; s.avail_in = (uInt)marks[1];
+    s.next_out = back; s.avail_out = sizeof back;
+    CHECK(inflate(&s, Z_SYNC_FLUSH) == Z_OK, "first piece");
+    CHECK(s.total_out == N / PIECES, "first piece: total_out %lu", s.total_out);
+    s.avail_in = (uInt)(marks[PIECES] - marks[1]);
+    int ret = inflate(&s, Z_SYNC_FLUSH);
+    CHECK(ret == Z_DATA_ERROR, "damaged piece: %d", ret);
+    s.next_in = packed + marks[2] - 4; s.avail_in = (uInt)(marks[PIECES] - marks[2] + 4);
+    CHECK(inflateSync(&s) == Z_OK, "inflateSync");
+    unsigned char *before = s.next_out;
+    unsigned long total = s.total_out;
+    ret = inflate(&s, Z_FINISH);
+    CHECK(ret == Z_STREAM_END || ret == Z_DATA_ERROR, "after sync: %d", ret);
+    CHECK(s.total_out - total == (unsigned long)(s.next_out - before),
+          "after sync: total_out grew by %lu, %ld bytes written", s.total_out - total,
+          (long)(s.next_out - before));
+    inflateEnd(&s);
+    /* A program that zeroes total_out counts from there. */
+    memset(&s, 0, sizeof s);
+    CHECK(inflateInit2(&s, -15) == Z_OK, "inflateInit2");
+    s.next_in = packed + marks[2]; s.avail_in = (uInt)(marks[3] - marks[2]);
+    s.next_out = back; s.avail_out = sizeof back;
+    CHECK(inflate(&s, Z_SYNC_FLUSH) == Z_OK, "third piece alone");
+    s.total_out = 0;
+    s.avail_in = (uInt)(marks[4] - marks[3]);
+    CHECK(inflate(&s, Z_SYNC_FLUSH) == Z_OK, "fourth piece");
+    CHECK(s.total_out == N / PIECES, "total_out after zeroing: %lu", s.total_out);
+    inflateEnd(&s);
+    return 0;
+}
+
 static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index", dir);
@@ -423,6 +476,7 @@ static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files
     api_errors();
     rng = seed + 77;
     flush_rules();
+    inflate_counters();
     static const int wbs[] = {15, 31, -15, 9, 25, -9, 12, 8};
     static const int levels[] = {1, 6, 2, 3, 4, 5, 9, 0, -1};
     size_t dict_len = 0;
