@@ -14,6 +14,18 @@ use hyper::server::conn::{http1, http2};
 use hyper::service::HttpService;
 use tokio::sync::watch;
 
+/// How a connection told to close ([`Watcher::watch`]'s `idle`) closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// HTTP/2's GOAWAY, then the open streams finish (RFC 9113 §6.8).
+    Gracefully,
+    /// At once, dropping whatever it serves: a client that abuses the connection (the
+    /// rapid reset of CVE-2023-44487). hyper's graceful GOAWAY waits for the client to
+    /// answer a PING, and meanwhile takes new streams: a client that never answered kept
+    /// resetting requests on it for as long as it liked (until 2026-11-28).
+    Now,
+}
+
 /// The server's side: signals every watched connection and waits for them to end.
 #[derive(Debug)]
 pub(crate) struct Shutdown {
@@ -56,7 +68,8 @@ impl Shutdown {
 impl Watcher {
     /// Runs `connection` to its end, starting its graceful shutdown when the server signals
     /// (also when it did so before this call) or when `idle` completes (an HTTP/2
-    /// connection idle too long closes with GOAWAY).
+    /// connection idle too long closes with GOAWAY); when `idle` says [`Close::Now`], the
+    /// connection is dropped instead, which closes it.
     ///
     /// The connection comes boxed: an `async fn` keeps an argument it pins in two places of
     /// its state, so with hyper's HTTP/1 connection (880 bytes) passed by value this future
@@ -65,16 +78,19 @@ impl Watcher {
     pub(crate) async fn watch<C, E>(
         mut self,
         mut connection: Pin<Box<C>>,
-        idle: impl Future<Output = ()>,
+        idle: impl Future<Output = Close>,
     ) -> Result<(), E>
     where
         C: Graceful + Future<Output = Result<(), E>>,
     {
-        tokio::select! {
+        let close = tokio::select! {
             result = connection.as_mut() => return result,
             // An error: the server is gone, which is a shutdown too.
-            _ = self.rx.changed() => {}
-            () = idle => {}
+            _ = self.rx.changed() => Close::Gracefully,
+            close = idle => close,
+        };
+        if close == Close::Now {
+            return Ok(());
         }
         connection.as_mut().start_shutdown();
         connection.await

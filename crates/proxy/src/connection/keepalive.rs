@@ -44,6 +44,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 use crate::connection::cork::MoreToCome;
+use crate::connection::graceful::Close;
 use crate::connection::interim::Interim;
 use crate::connection::stall::{Abandon, Stalls, Watched};
 use crate::settings::Timeouts;
@@ -70,6 +71,9 @@ struct Shared {
     multiplexed: bool,
     /// HTTP/2: the idle deadline passed and the connection was told to close.
     idle_expired: bool,
+    /// HTTP/2: the client cancels too many requests ([`MAX_CANCELLED`]); the connection is
+    /// told to close at once.
+    abusive: bool,
     /// The task waiting for `idle_expired`.
     closer: Option<Waker>,
     /// The read waiting for the connection, woken when a response ends so that it arms the
@@ -102,6 +106,7 @@ impl Phases {
                 open: 0,
                 multiplexed: false,
                 idle_expired: false,
+                abusive: false,
                 closer: None,
                 reader: None,
                 answered: 0,
@@ -172,33 +177,37 @@ impl Phases {
     }
 
     /// Completes when an HTTP/2 connection has been idle for `idle`: time to close it
-    /// gracefully. Never completes on HTTP/1, whose idle reads fail instead.
+    /// gracefully; or when its client cancels too many requests ([`MAX_CANCELLED`]): time
+    /// to close it at once. Never completes on HTTP/1, whose idle reads fail instead.
     ///
     /// Meanwhile, on HTTP/2, it resets the streams that the client has left without room to
     /// send for [`Timeouts::send`] (see [`crate::connection::stall`]).
-    pub(crate) async fn idle_expired(&self) {
+    pub(crate) async fn idle_expired(&self) -> Close {
         let multiplexed = self.lock().multiplexed;
         let told = self.told_idle();
         if multiplexed {
             tokio::select! {
-                () = told => {}
-                () = self.stalls.expire(self.send) => {}
+                close = told => close,
+                () = self.stalls.expire(self.send) => Close::Gracefully,
             }
         } else {
-            told.await;
+            told.await
         }
     }
 
-    async fn told_idle(&self) {
+    async fn told_idle(&self) -> Close {
         std::future::poll_fn(|cx| {
             let mut shared = self.lock();
+            if shared.abusive {
+                return Poll::Ready(Close::Now);
+            }
             if shared.idle_expired {
-                return Poll::Ready(());
+                return Poll::Ready(Close::Gracefully);
             }
             shared.closer = Some(cx.waker().clone());
             Poll::Pending
         })
-        .await;
+        .await
     }
 
     /// When a read waiting now must give up, if ever, and whether that only tells the
@@ -225,12 +234,13 @@ impl Phases {
         }
     }
 
-    /// The idle deadline of an HTTP/2 connection passed, or its client cancels too many
-    /// requests ([`MAX_CANCELLED`]): wakes [`Phases::idle_expired`], which closes it.
-    fn tell_idle(&self) {
+    /// The idle deadline of an HTTP/2 connection passed, or (`abusive`) its client cancels
+    /// too many requests ([`MAX_CANCELLED`]): wakes [`Phases::idle_expired`], which closes it.
+    fn tell_idle(&self, abusive: bool) {
         let closer = {
             let mut shared = self.lock();
             shared.idle_expired = true;
+            shared.abusive |= abusive;
             shared.closer.take()
         };
         if let Some(closer) = closer {
@@ -249,7 +259,7 @@ enum Expiry {
 }
 
 /// HTTP/2 requests a client may cancel before their response head, past as many as it let
-/// be answered, before the connection is told to close (GOAWAY): the rapid reset of
+/// be answered, before the connection is closed at once ([`Close::Now`]): the rapid reset of
 /// CVE-2023-44487 with each `RST_STREAM` one write after its `HEADERS`, which h2's count of
 /// streams reset before the server accepted them never sees. Each such request costs an
 /// upstream request and, its connection closed unread, an upstream connection. A browser
@@ -293,7 +303,7 @@ impl Drop for Answer {
             answered,
             "HTTP/2 client cancels its requests before their answers (rapid reset): closing the connection"
         );
-        phases.tell_idle();
+        phases.tell_idle(true);
     }
 }
 
@@ -480,7 +490,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for TimedStream<S> {
                 )));
             }
             // Told; the next deadline is the one that fails.
-            this.phases.tell_idle();
+            this.phases.tell_idle(false);
         }
     }
 }
