@@ -50,8 +50,8 @@ pub struct FileArgs {
     pub recursive: bool,
 
     /// Suppress warnings and the progress bar.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub quiet: QuietFlag,
 
     /// Flush each output file to its storage device before the input is removed (always done).
     #[arg(long)]
@@ -186,13 +186,13 @@ pub fn run(args: &FileArgs, verbose: bool, program: &str) -> ExitCode {
         force: args.force,
         suffix: args.suffix.clone(),
         recursive: args.recursive,
-        quiet: args.quiet,
-        verbose,
+        quiet: args.quiet.quiet(),
+        verbose: args.quiet.verbose(verbose),
         output: args.output.clone(),
         threads,
         save_name: !args.no_name,
         restore_time: args.name,
-        progress: !args.quiet,
+        progress: !args.quiet.quiet(),
         program: program.to_owned(),
     };
     ExitCode::from(zipwire_cli::run(&options, &args.files).exit_code())
@@ -211,6 +211,73 @@ const LICENSE: &str = "Licensed under the MIT license or the Apache License 2.0,
 fn valid_suffix(suffix: &OsStr) -> bool {
     let bytes = suffix.as_encoded_bytes();
     !bytes.is_empty() && bytes.len() <= MAX_SUFFIX && !bytes.contains(&b'/')
+}
+
+/// `-q`, and where it stands against `-v` (defined by the command around, with its own use
+/// beside gzip's): the last of the two given wins, as in gzip (`gzip -tvq` is silent and
+/// `-tqv` verbose; until 2026-11-28 both flags held, and `-tvq` printed OK lines and took a
+/// warning's exit status).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QuietFlag {
+    /// Where `-q` was last given on the command line.
+    quiet_at: Option<usize>,
+    /// Where `-v` was last given.
+    verbose_at: Option<usize>,
+}
+
+impl QuietFlag {
+    /// Whether `-q` holds: given, and not followed by `-v`.
+    pub fn quiet(&self) -> bool {
+        match (self.quiet_at, self.verbose_at) {
+            (Some(q), Some(v)) => q > v,
+            (quiet, _) => quiet.is_some(),
+        }
+    }
+
+    /// Whether `-v` (given: `verbose`) holds: not followed by `-q`.
+    pub fn verbose(&self, verbose: bool) -> bool {
+        verbose && !self.quiet()
+    }
+}
+
+/// The last index at which `id` was typed, if the command has such an argument.
+fn last_given(matches: &ArgMatches, id: &str) -> Option<usize> {
+    if !matches.ids().any(|known| known == id)
+        || matches.value_source(id) != Some(ValueSource::CommandLine)
+    {
+        return None;
+    }
+    matches.indices_of(id).and_then(Iterator::max)
+}
+
+impl FromArgMatches for QuietFlag {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(QuietFlag {
+            quiet_at: last_given(matches, "quiet"),
+            verbose_at: last_given(matches, "verbose"),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for QuietFlag {
+    fn augment_args(cmd: Command) -> Command {
+        cmd.arg(
+            Arg::new("quiet")
+                .short('q')
+                .long("quiet")
+                .action(ArgAction::Count)
+                .help("Suppress warnings and the progress bar"),
+        )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
 }
 
 /// `-1` … `-9`, `--fast`, `--best`: the last one given wins, as in gzip.

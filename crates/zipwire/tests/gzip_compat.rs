@@ -259,6 +259,31 @@ fn verbose_lines_are_gzips() {
 }
 
 #[test]
+fn the_last_of_quiet_and_verbose_wins_as_in_gzip() {
+    // Until 2026-11-28 both held: `-tvq` printed OK lines and exited with a warning's 2.
+    let files = |dir: &Path| {
+        common_files(dir);
+        let mut zeros = gzipped(b"abc");
+        zeros.extend_from_slice(&[0; 8]);
+        fs::write(dir.join("z.gz"), zeros).unwrap();
+    };
+    same_as_gzip(
+        &files,
+        &[
+            "gzip -tvq z.gz",
+            "gzip -tqv z.gz",
+            "gzip -t -q -v z.gz",
+            "gzip -t --verbose --quiet z.gz",
+            "gzip -dcvq z.gz",
+            "gzip -dcqv g.gz",
+            "gzip -tq z.gz",
+        ],
+        b"",
+        Compare::Exact,
+    );
+}
+
+#[test]
 fn force_to_stdout_passes_unknown_data_through() {
     same_as_gzip(
         &common_files,
