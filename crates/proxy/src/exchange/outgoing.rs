@@ -317,6 +317,10 @@ impl Body for ResponseBody {
     }
 }
 
+/// The status logged for a request whose client left before its response (nginx's 499,
+/// "client closed request"; no response carries it).
+const CLIENT_CLOSED_REQUEST: u16 = 499;
+
 /// How a response ended, as far as the body could tell.
 #[derive(Debug)]
 enum Outcome {
@@ -335,7 +339,9 @@ pub(crate) struct AccessLog {
     path: String,
     /// The client's protocol, `http/1.1` unless [`AccessLog::set_protocol`] says otherwise.
     protocol: &'static str,
-    status: StatusCode,
+    /// The status sent, once there is a response: a record dropped without one is a client
+    /// that left before it (logged as nginx's 499; until 2026-11-28 as 200).
+    status: Option<StatusCode>,
     started: Instant,
     counters: Arc<Counters>,
     received: Arc<AtomicU64>,
@@ -365,7 +371,7 @@ impl AccessLog {
             method,
             path: path.to_owned(),
             protocol: "http/1.1",
-            status: StatusCode::OK,
+            status: None,
             started,
             counters,
             received: Arc::new(AtomicU64::new(0)),
@@ -401,7 +407,7 @@ impl AccessLog {
 
     /// Sets the status sent to the client.
     pub(crate) fn set_status(&mut self, status: StatusCode) {
-        self.status = status;
+        self.status = Some(status);
     }
 
     /// Counts a transformed stream as active and returns the meter its codec records into.
@@ -467,7 +473,7 @@ impl Drop for AccessLog {
             method = %self.method,
             path = %self.path,
             protocol = self.protocol,
-            status = self.status.as_u16(),
+            status = self.status.map_or(CLIENT_CLOSED_REQUEST, |status| status.as_u16()),
             bytes_in = received,
             bytes_out = self.sent,
             ratio,

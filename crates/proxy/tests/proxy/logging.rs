@@ -2,9 +2,11 @@
 
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use tracing_subscriber::fmt::MakeWriter;
 
+use crate::raw::RawClient;
 use crate::support::*;
 
 /// Collects everything the subscriber writes.
@@ -162,4 +164,34 @@ async fn an_http2_response_the_send_timeout_cut_is_not_logged_complete() {
     assert!(!line.contains("outcome=\"complete\""), "{line}");
     assert!(line.contains("send timeout"), "{line}");
     drop(response);
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_before_the_response_is_logged_499() {
+    // As nginx's "client closed request"; until 2026-11-28 such a line said status=200.
+    let captured = captured();
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"GET /slow-head HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(client);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text =
+            String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8");
+        let left = text.lines().any(|line| {
+            line.contains(" access ")
+                && line.contains("path=/slow-head")
+                && line.contains("status=499")
+                && line.contains("outcome=\"dropped\"")
+        });
+        if left {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no 499 line: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
