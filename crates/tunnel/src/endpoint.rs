@@ -369,7 +369,9 @@ fn log_login_failure(peer: SocketAddr, failure: Login, failures: &LoginWarnings)
             debug!(%peer, "connection closed before the TLS handshake");
         }
         Login::Hello(HandshakeError::Io(e)) if closed_early(&e) => {
-            info!(%peer, "connection closed before the hello");
+            // Debug, as before TLS: a scanner that completes TLS and leaves, 700 times a
+            // second, wrote as many info lines (until 2026-11-28).
+            debug!(%peer, "connection closed before the hello");
         }
         failure => {
             let kind = match failure {

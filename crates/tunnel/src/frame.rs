@@ -10,7 +10,8 @@
 //!
 //! Parsing is pure and bounded: a header names at most [`MAX_PAYLOAD`] payload bytes, and a
 //! frame that decodes to more than [`MAX_BLOCK`] bytes is refused before any byte of it is
-//! read, so a peer cannot make the receiver allocate more than one block at a time.
+//! read, so a peer cannot make the receiver allocate more than one block at a time beside
+//! its decoder's window (a zstd frame may ask for up to 16 MB; see docs/design/tunnel.md).
 
 use std::fmt;
 
@@ -243,10 +244,26 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, FrameError> {
                 return Ok(None);
             };
             let reason = std::str::from_utf8(reason).map_err(|_| FrameError::BadReason)?;
-            Ok(Some((Head::Abort(reason.to_owned()), 3 + len)))
+            Ok(Some((Head::Abort(printable(reason)), 3 + len)))
         }
         other => Err(FrameError::UnknownType(other)),
     }
+}
+
+/// A peer's text as it may go into a log: control characters (a newline that would start a
+/// forged log line, a terminal's escape sequences) escaped as Rust escapes them, the rest
+/// kept. Until 2026-11-28 an abort reason was logged as sent, as OpenSSH's `strnvis` exists
+/// to prevent.
+fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// Appends an end frame to `out`.
@@ -333,5 +350,19 @@ mod tests {
         };
         assert_eq!(used, buf.len());
         assert!(text.len() <= MAX_REASON && reason.starts_with(&text));
+    }
+
+    #[test]
+    fn an_abort_reason_cannot_start_a_log_line_or_reach_a_terminal() {
+        let mut buf = Vec::new();
+        write_abort("broken pipe\n2026-11-28 INFO forged\x1b[2J\x07 é", &mut buf);
+        let Ok(Some((Head::Abort(text), _))) = parse_head(&buf) else {
+            panic!("abort frame did not parse");
+        };
+        assert_eq!(
+            text,
+            "broken pipe\\n2026-11-28 INFO forged\\u{1b}[2J\\u{7} é"
+        );
+        assert!(!text.chars().any(char::is_control), "{text:?}");
     }
 }
