@@ -18,7 +18,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
-    /// Log more: -v for debug, -vv for trace (on top of RUST_LOG; default info).
+    /// Log more: -v for debug, -vv for trace (on top of RUST_LOG; default info). With
+    /// compress and decompress, gzip's -v instead: each file's name and ratio.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     pub verbose: u8,
 }
@@ -170,7 +171,8 @@ pub enum BenchTarget {
     /// Compress whole files in memory with zipwire, zlib-rs and libdeflate (gzip format, one
     /// thread) and print speed and ratio.
     Codec(CodecArgs),
-    /// Draw an SVG from a benchmark's tab-separated table (bench/*.sh write one with TSV=).
+    /// Draw an SVG from a benchmark's tab-separated table (bench/proxy*.sh write one with
+    /// TSV=; bench/cli.sh and bench/tunnel.sh beside their PLOT, ending .tsv).
     Plot(PlotArgs),
 }
 
