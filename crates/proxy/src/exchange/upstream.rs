@@ -89,7 +89,8 @@ impl Upstreams {
     ) -> Upstreams {
         let connector = UpstreamConnector::new(servers, roots, timeouts, max_connections);
         // Idle connections hold slots too: together they keep at most half, so that a burst
-        // that left one server's connections idle cannot leave none to open to another.
+        // that left one server's connections idle cannot leave none to open to another (but
+        // one each at least: with fewer than two slots per server they may hold them all).
         let idle_per_server = (max_connections / (2 * servers.len().max(1))).max(1);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(timeouts.idle)
@@ -135,23 +136,24 @@ impl Upstreams {
         let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
         let replay = Replay::new(body);
         let idempotent = is_idempotent(&head.method);
-        let attempts = if idempotent { 2 } else { 1 };
-        let mut tried = Vec::with_capacity(attempts);
+        let mut tried = Vec::with_capacity(2);
         // One more try, on another connection, for an idempotent request whose connection
         // closed before the answer (see `closed_before_answer`).
         let mut closed_retry = idempotent;
+        // A failed connect sent nothing: any request goes on to the next server that is up,
+        // until every one was tried (nginx's `proxy_next_upstream error` with no limit on
+        // tries; HAProxy's `retry-on conn-failure`). Until 2026-11-28 a GET had one more try
+        // and any other method none, so two servers down in a row, or one for a POST, gave
+        // 502 while others were up.
+        let mut failed_connect = None;
         loop {
             let Some(index) = self.members.pick(Instant::now(), &tried) else {
-                return Err(ProxyError::AllDown);
+                // The last connect's failure says more than "no upstream available".
+                return Err(failed_connect.unwrap_or(ProxyError::AllDown));
             };
             tried.push(index);
             let (scheme, authority) = self.members.address(index);
-            let last = tried.len() == attempts;
-            let headers = if last {
-                std::mem::take(&mut head.headers)
-            } else {
-                head.headers.clone()
-            };
+            let headers = head.headers.clone();
             let mut request = build(scheme, &authority, &head, headers, replay.attempt())?;
             if let Some(interim) = &head.interim {
                 interim.register(&mut request);
@@ -227,16 +229,14 @@ impl Upstreams {
                         upstream: authority,
                         source: error.into(),
                     };
-                    if last || !replay.is_unsent() {
+                    if !replay.is_unsent() {
                         return Err(failure);
                     }
+                    failed_connect = Some(failure);
                     debug!("retrying on the next upstream");
                 }
                 Ok(Err(error))
-                    if closed_retry
-                        && !last
-                        && replay.is_unsent()
-                        && closed_before_answer(&error) =>
+                    if closed_retry && replay.is_unsent() && closed_before_answer(&error) =>
                 {
                     // The same server may take it: the connection failed, not the server.
                     closed_retry = false;
@@ -286,8 +286,15 @@ impl Upstreams {
         let io = match self.connector.clone().call(uri).await {
             Ok(io) => io,
             Err(error) => {
-                self.members.mark_down(index, Instant::now());
-                warn!(upstream = %authority, error = %Chain(error.as_ref()), "connect failed, marked down");
+                // As `send`: a shortage here (no free upstream connection slot, no
+                // descriptor) is not the upstream's failure (until 2026-11-28 it marked a
+                // healthy server down).
+                if local_failure(error.as_ref()) {
+                    warn!(upstream = %authority, error = %Chain(error.as_ref()), "connect failed for want of local resources");
+                } else {
+                    self.members.mark_down(index, Instant::now());
+                    warn!(upstream = %authority, error = %Chain(error.as_ref()), "connect failed, marked down");
+                }
                 return Err(ProxyError::Connect {
                     upstream: authority,
                     source: error,
@@ -470,6 +477,10 @@ impl Members {
     /// upstreams"): with one server, a single failed connect (an origin restarting) would
     /// otherwise answer 502 for all of `down_time` after the origin is back. A retry after a
     /// connect failure (`tried` holds the server that failed) goes only to a server that is up.
+    ///
+    /// The turn moves past the server picked, so a server that is down leaves its share to
+    /// all the others, not to the one after it (until 2026-11-28 `[A, down, B]` gave B two
+    /// requests in three).
     fn pick(&self, now: Instant, tried: &[usize]) -> Option<usize> {
         let count = self.servers.len();
         if count == 0 {
@@ -481,9 +492,21 @@ impl Members {
         let order = (0..count).map(|offset| start.wrapping_add(offset) % count);
         let up = order
             .clone()
-            .find(|&index| !tried.contains(&index) && down_until(index) <= now);
-        if up.is_some() || !tried.is_empty() {
-            return up;
+            .position(|index| !tried.contains(&index) && down_until(index) <= now);
+        if let Some(skipped) = up {
+            if skipped > 0 && tried.is_empty() {
+                // Unless another pick moved the turn meanwhile (then it is as good).
+                let _ = self.next.compare_exchange(
+                    start.wrapping_add(1),
+                    start.wrapping_add(1 + skipped),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            return Some(start.wrapping_add(skipped) % count);
+        }
+        if !tried.is_empty() {
+            return None;
         }
         order.min_by_key(|&index| down_until(index))
     }
@@ -532,6 +555,18 @@ mod tests {
         let later = now + Duration::from_secs(10);
         let picks: Vec<_> = (0..2).filter_map(|_| members.pick(later, &[])).collect();
         assert_eq!(picks, [0, 1]);
+    }
+
+    #[test]
+    fn a_down_server_s_share_goes_to_all_the_others() {
+        let now = Instant::now();
+        let members = members(4, now);
+        members.mark_down(1, now);
+        let mut counts = [0; 4];
+        for _ in 0..60 {
+            counts[members.pick(now, &[]).expect("three are up")] += 1;
+        }
+        assert_eq!(counts, [20, 0, 20, 20]);
     }
 
     #[test]

@@ -60,17 +60,42 @@ async fn a_put_body_is_resent_to_the_next_upstream() {
 }
 
 #[tokio::test]
-async fn a_post_to_a_dead_upstream_gets_502_and_is_not_resent() {
+async fn a_post_whose_connect_failed_goes_to_the_next_upstream_once() {
+    // A failed connect sent nothing, so a POST may go on (nginx's `proxy_next_upstream
+    // error`); until 2026-11-28 it got 502.
     let dead = dead_addr().await;
     let live = Origin::start().await;
     let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |_| {}).await;
-    let (head, _) = fetch(&client(), "POST", &proxy.url("/upload"), &[]).await;
-    assert_eq!(head.status, 502);
-    assert_eq!(live.hits.load(Ordering::SeqCst), 0);
-    // The dead one is now marked down: the next POST goes to the live one.
-    let (head, _) = fetch(&client(), "POST", &proxy.url("/upload"), &[]).await;
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let request = Request::post(proxy.url("/upload"))
+        .body(Full::new(Bytes::from(html(20_000))))
+        .expect("valid request");
+    let response = client.request(request).await.expect("a response");
+    assert_eq!(response.status(), 200);
+    let body = response.into_body().collect().await.expect("body");
+    assert_eq!(body.to_bytes(), "received 20000");
+    assert_eq!(live.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(proxy.stats.errors.upstream.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn a_get_goes_past_every_dead_upstream_to_a_live_one() {
+    // Two dead servers first: until 2026-11-28 a GET had one more try after a failed
+    // connect, and got 502 with two servers up.
+    let (one, two) = (dead_addr().await, dead_addr().await);
+    let live = Origin::start().await;
+    let other = Origin::start().await;
+    let servers = vec![
+        upstream(one.addr),
+        upstream(two.addr),
+        live.upstream(),
+        other.upstream(),
+    ];
+    let proxy = Proxy::start(servers, |_| {}).await;
+    let (head, body) = fetch(&client(), "GET", &proxy.url("/page.html"), &[]).await;
     assert_eq!(head.status, 200);
-    assert_eq!(proxy.stats.errors.upstream.load(Ordering::Relaxed), 1);
+    assert_eq!(body, html(50_000));
+    assert_eq!(live.hits.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

@@ -54,7 +54,8 @@ pub(super) fn local_failure(error: &(dyn Error + 'static)) -> bool {
 /// an origin that closes idle keep-alive connections (Apache, Node: after 5 s) does when the
 /// close crosses the proxy's next request on that connection. An idempotent request whose
 /// body was not sent may then go again (RFC 9110 §9.2.2), as nginx resends a request that
-/// failed on a kept-alive connection.
+/// failed on a kept-alive connection. Over TLS the close comes without `close_notify` as an
+/// unexpected end of file (rustls's error): until 2026-11-28 such a request got 502.
 pub(super) fn closed_before_answer(error: &(dyn Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(error) = cause {
@@ -69,6 +70,7 @@ pub(super) fn closed_before_answer(error: &(dyn Error + 'static)) -> bool {
                 std::io::ErrorKind::ConnectionReset
                     | std::io::ErrorKind::ConnectionAborted
                     | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
             ) {
                 return true;
             }
@@ -109,5 +111,27 @@ mod tests {
         }
         let chain = Chain(&os(libc::EMFILE)).to_string();
         assert!(chain.starts_with("client error (Connect): "), "{chain}");
+    }
+
+    #[test]
+    fn a_close_before_the_answer_is_told_from_other_failures() {
+        use std::io::ErrorKind;
+        let kind = |kind| Wrapped(std::io::Error::from(kind));
+        // A TLS upstream's close without close_notify is an unexpected end of file.
+        for closed in [
+            ErrorKind::ConnectionReset,
+            ErrorKind::ConnectionAborted,
+            ErrorKind::BrokenPipe,
+            ErrorKind::UnexpectedEof,
+        ] {
+            assert!(closed_before_answer(&kind(closed)), "{closed:?}");
+        }
+        for other in [
+            ErrorKind::TimedOut,
+            ErrorKind::InvalidData,
+            ErrorKind::Other,
+        ] {
+            assert!(!closed_before_answer(&kind(other)), "{other:?}");
+        }
     }
 }
