@@ -5,7 +5,7 @@
 use std::time::SystemTime;
 
 use http::header::{
-    HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, ETAG,
+    HeaderMap, HeaderValue, AGE, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, DATE, ETAG,
     IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
 };
 
@@ -69,7 +69,11 @@ pub(crate) fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: boo
 
 /// The stored response freshened by a 304 received at `now` (§4.3.4): each field the 304
 /// carries replaces the stored ones of that name, except `Content-Length` (§3.2: it describes
-/// the 304, not the stored body).
+/// the 304, not the stored body). A 304 without `Date` is dated `now`, as RFC 9110 §6.6.1
+/// asks of a recipient that caches a response without one, and one without `Age` drops the
+/// stored `Age` (the answer is the origin's own, of age 0): the stored `Date` and `Age` kept,
+/// the age counted the whole time since the first 200, and the entry stayed stale, every
+/// request going to the origin again (until 2026-11-28).
 pub(crate) fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime) -> Entry {
     let mut headers = entry.headers.clone();
     for name in not_modified.keys() {
@@ -80,6 +84,14 @@ pub(crate) fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime
         for value in not_modified.get_all(name) {
             headers.append(name.clone(), value.clone());
         }
+    }
+    if !not_modified.contains_key(DATE) {
+        if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(now)) {
+            headers.insert(DATE, date);
+        }
+    }
+    if !not_modified.contains_key(AGE) {
+        headers.remove(AGE);
     }
     let mut updated = entry.with_body(entry.body.clone());
     updated.lifetime = policy::freshness_lifetime(&headers, now);
@@ -160,6 +172,7 @@ mod tests {
     #[test]
     fn a_304_freshens_only_its_own_response_and_updates_its_fields() {
         let stored = entry(&[
+            ("age", "500"),
             ("etag", "\"s\""),
             ("x-v", "1"),
             ("x-v", "2"),
@@ -195,6 +208,15 @@ mod tests {
         assert_eq!(new.headers["etag"], "\"s\"");
         assert_eq!(new.lifetime, Duration::from_secs(7));
         assert_eq!(new.response_time, now);
+        // No Date on the 304: the stored response is dated when the 304 came, so it is
+        // fresh again (its age starts from 0), not as old as the first 200.
+        assert_eq!(new.headers["date"], httpdate::fmt_http_date(now));
+        assert_eq!(new.initial_age, Duration::ZERO);
+        let dated = heads(&[("date", "Thu, 01 Jan 1970 00:01:00 GMT")]);
+        assert_eq!(
+            freshened(&stored, &dated, now).headers["date"],
+            "Thu, 01 Jan 1970 00:01:00 GMT"
+        );
     }
 
     #[test]

@@ -442,7 +442,19 @@ impl Cache {
         // the origin has since removed).
         if entry.status.is_success() && revalidate::client_not_modified(&request.headers, &headers)
         {
-            headers.remove(CONTENT_LENGTH);
+            // RFC 9110 §15.4.5: no representation metadata beyond the fields that guide a
+            // cache's update (ETag, Vary, Cache-Control, Expires, Date, Content-Location,
+            // Last-Modified). A `Content-Encoding: gzip` here relabelled the identity copy
+            // a downstream cache updated with it, when the weak tag matched that copy
+            // (until 2026-11-28).
+            let metadata: Vec<_> = headers
+                .keys()
+                .filter(|name| name.as_str().starts_with("content-") && **name != CONTENT_LOCATION)
+                .cloned()
+                .collect();
+            for name in metadata {
+                headers.remove(name);
+            }
             return Ok(Served {
                 status: StatusCode::NOT_MODIFIED,
                 headers,

@@ -43,6 +43,17 @@ async fn revalidate_mode_asks_every_time_and_a_new_etag_replaces_the_entry() {
     );
     assert_eq!(parts.status, 304);
     assert!(body.is_empty());
+    // What guides a cache's update, and no representation metadata (RFC 9110 §15.4.5): a
+    // downstream cache holding the identity copy must not take it for gzip.
+    assert_eq!(parts.headers["etag"], "W/\"v1\"");
+    assert!(parts.headers.contains_key("vary"), "{:?}", parts.headers);
+    for name in ["content-encoding", "content-type", "content-length"] {
+        assert!(
+            !parts.headers.contains_key(name),
+            "{name}: {:?}",
+            parts.headers
+        );
+    }
     // The miss streamed; the first revalidated use made the gzip variant, and this one used it.
     assert!(counter(&proxy, |c| &c.encoder_micros_saved) > 0);
     origin.edit(|s| {
