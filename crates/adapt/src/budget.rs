@@ -187,6 +187,23 @@ impl Budget {
         self.spec
     }
 
+    /// Input bytes that may still be admitted for compression in the current window, as of
+    /// the last observation: `max_rate` over one window less what the window compressed.
+    /// `None` without a rate limit.
+    ///
+    /// A state switch set on each observation lets every response that starts between two
+    /// observations through, whatever its size: with observations 100 ms apart a 1 MiB/s
+    /// limit held 27 MB/s (until 2026-11-28). A caller that takes each response's expected
+    /// input from this allowance as it admits it holds the rate over each window.
+    pub fn rate_allowance(&self) -> Option<u64> {
+        self.spec.max_rate.map(|limit| {
+            let window = self.spec.window.as_secs_f64();
+            let left = (limit as f64 - self.usage.rate) * window;
+            // Saturating float-to-int: negative is 0, past u64::MAX is u64::MAX.
+            left as u64
+        })
+    }
+
     fn record(&mut self, sample: Sample) {
         let spacing = self.spec.window / SLOTS;
         let due = self
@@ -546,5 +563,25 @@ mod tests {
         assert_eq!(ThrottleReason::Rate.as_str(), "rate");
         assert!(CPU.is_throttled());
         assert!(!BudgetState::Open.is_throttled());
+    }
+
+    #[test]
+    fn the_rate_allowance_is_what_the_window_has_left() {
+        let spec = BudgetSpec {
+            max_rate: Some(1_000_000),
+            ..BudgetSpec::default()
+        };
+        let start = Instant::now();
+        let mut budget = Budget::new(spec);
+        budget.observe(start, Duration::ZERO, 0);
+        assert_eq!(budget.rate_allowance(), Some(1_000_000));
+        // 300 KB compressed over the window: 700 KB left.
+        budget.observe(start + Duration::from_secs(1), Duration::ZERO, 300_000);
+        let left = budget.rate_allowance().expect("a rate limit");
+        assert!((699_000..=701_000).contains(&left), "{left}");
+        // Over the limit: nothing left, never negative.
+        budget.observe(start + Duration::from_secs(2), Duration::ZERO, 3_000_000);
+        assert_eq!(budget.rate_allowance(), Some(0));
+        assert_eq!(Budget::new(BudgetSpec::default()).rate_allowance(), None);
     }
 }

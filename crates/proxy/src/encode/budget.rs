@@ -53,6 +53,7 @@ pub(crate) fn step(
         );
     }
     throttle.apply(state);
+    throttle.set_rate_allowance(budget.rate_allowance());
     state
 }
 
@@ -171,5 +172,32 @@ mod tests {
         assert_eq!(state, BudgetState::Open);
         assert!(!throttle.is_bypassing_new() && !throttle.is_stepped_down());
         assert_eq!(throttle.reason(), None);
+    }
+
+    #[test]
+    fn responses_admitted_between_two_looks_hold_the_rate() {
+        // 1 MB/s. Between two looks of the governor, responses of 100 KB each ask to be
+        // compressed: only the window's allowance of them is admitted, where the state switch
+        // alone let all of them through until the next look (a 1 MiB/s limit held 27 MB/s).
+        let limits = BudgetLimits {
+            max_rate: Some(1_000_000),
+            ..BudgetLimits::default()
+        };
+        let (counters, throttle) = (Counters::default(), Throttle::default());
+        assert!(
+            (0..1000).all(|_| throttle.admit(100_000)),
+            "no limit, no allowance"
+        );
+        let mut budget = start(spec(&limits).expect("limited"), &counters, &throttle);
+        let admitted = (0..100).filter(|_| throttle.admit(100_000)).count();
+        assert_eq!(admitted, 10, "a window's worth");
+        // Those 10 compressed during the next tick: nothing is left until the window moves on.
+        add_work(&counters, Duration::from_millis(1), 1_000_000);
+        let began = Instant::now();
+        step(&mut budget, began + TICK, &counters, &throttle);
+        assert!(!throttle.admit(100_000));
+        // A window later, with nothing compressed meanwhile, the allowance is whole again.
+        step(&mut budget, began + TICK * 12, &counters, &throttle);
+        assert!(throttle.admit(100_000));
     }
 }

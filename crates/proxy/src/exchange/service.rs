@@ -452,7 +452,14 @@ impl Proxy {
             payload: Payload::Transform,
         } = decision
         {
-            match self.memory_for(request, &facts, coding) {
+            // The rate budget is taken at admission, by the input the response is expected
+            // to bring (its length, else one call's worth).
+            let expected = facts.content_length.unwrap_or(self.flush.coalesce as u64);
+            let admitted = self.throttle.admit(expected);
+            match admitted
+                .then(|| self.memory_for(request, &facts, coding))
+                .flatten()
+            {
                 Some((held, fallback)) => {
                     permit = held;
                     let coding = fallback.unwrap_or(coding);
