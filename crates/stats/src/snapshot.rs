@@ -39,7 +39,8 @@ pub struct Snapshot {
     /// made less than it took, summed; a call that came out larger (incompressible data)
     /// counts nothing, so the counter never goes down (counter).
     pub bytes_saved: u64,
-    /// Time spent inside encoder and decoder calls, summed over threads, in seconds (counter).
+    /// CPU time spent inside encoder and decoder calls (the threads' CPU time, not wall
+    /// time), summed over threads, in seconds (counter).
     pub compress_seconds: f64,
     /// Of `compress_seconds`, the time inside encoder calls alone: what the budget's `max_cpu`
     /// limits (counter).

@@ -3,7 +3,8 @@
 //! `maxcomprate`).
 //!
 //! CPU is the time spent inside encoder calls, which run synchronously on the runtime threads,
-//! so it is the CPU they cost; it is summed over threads and compared with one core, as HAProxy
+//! measured as the thread's CPU time (not wall time, which counts waiting for a core), so it
+//! is the CPU they cost; it is summed over threads and compared with one core, as HAProxy
 //! does. The policy is pure and tested in zipwire-adapt; this module only samples and applies.
 
 use std::sync::atomic::Ordering;

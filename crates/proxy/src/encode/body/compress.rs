@@ -8,7 +8,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -293,7 +292,7 @@ impl<B: Body> CompressBody<B> {
     /// Runs one encoder call over the gathered input and makes the frame of its output:
     /// nothing (pending) when the encoder kept a full call back for better matches.
     fn compress(&mut self, call: Call) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        let started = Instant::now();
+        let started = super::thread_cpu();
         let mut out = Vec::with_capacity(self.pending.len() / 2 + 64);
         let encoder = self.encoder.as_encode_mut();
         if let Some(flag) = &self.store_only {
@@ -305,8 +304,12 @@ impl<B: Body> CompressBody<B> {
             Call::Pause => encoder.encode(&self.pending, Flush::Sync, &mut out),
             Call::Final => encoder.finish(&self.pending, &mut out),
         };
-        self.meter
-            .record(self.pending.len(), out.len(), started.elapsed(), stored);
+        self.meter.record(
+            self.pending.len(),
+            out.len(),
+            super::thread_cpu().saturating_sub(started),
+            stored,
+        );
         if let Some(permit) = &mut self.permit {
             let encoder = self.encoder.as_encode();
             if encoder.is_storing() {

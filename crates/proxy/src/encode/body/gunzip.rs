@@ -6,7 +6,6 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -56,7 +55,7 @@ impl<B> DecompressBody<B> {
 
     /// Decodes from the buffered input into at most one chunk.
     fn step(&mut self) -> Result<Bytes, DecodeError> {
-        let started = Instant::now();
+        let started = super::thread_cpu();
         if self.scratch.is_empty() {
             self.scratch = vec![0; DECODE_CHUNK];
         }
@@ -70,7 +69,7 @@ impl<B> DecompressBody<B> {
         self.meter.record(
             progress.consumed,
             progress.produced,
-            started.elapsed(),
+            super::thread_cpu().saturating_sub(started),
             false,
         );
         Ok(out)
