@@ -339,18 +339,21 @@ impl Cache {
             return;
         }
         self.filling.void(Some(key));
-        let mut dropped = self.store.remove(key);
+        let mut dropped = u64::from(self.store.remove(key));
         for name in [LOCATION, CONTENT_LOCATION] {
             if let Some(other) = headers
                 .get(&name)
                 .and_then(|value| key::for_location(key, value.as_bytes()))
             {
                 self.filling.void(Some(&other));
-                dropped |= self.store.remove(&other);
+                dropped += u64::from(self.store.remove(&other));
             }
         }
-        if dropped {
-            CacheCounters::bump(&self.counters.cache.invalidations);
+        if dropped > 0 {
+            self.counters
+                .cache
+                .invalidations
+                .fetch_add(dropped, Ordering::Relaxed);
             self.account();
         }
     }

@@ -265,9 +265,12 @@ impl Store {
     }
 
     /// Drops everything.
-    pub(crate) fn clear(&self) {
+    /// Drops every key; returns how many there were.
+    pub(crate) fn clear(&self) -> u64 {
         let _writing = self.write();
+        let keys = self.cache.len() as u64;
         self.cache.clear();
+        keys
     }
 
     fn write(&self) -> std::sync::MutexGuard<'_, ()> {
