@@ -131,9 +131,14 @@ struct Weigh;
 
 impl Weighter<String, Slot> for Weigh {
     fn weight(&self, key: &String, slot: &Slot) -> u64 {
-        let entries: usize = slot.iter().map(|entry| entry.weight()).sum();
-        (key.len() + 64 + entries) as u64
+        slot_weight(key, slot)
     }
+}
+
+/// What a key's slot weighs against the store's capacity.
+fn slot_weight(key: &str, entries: &[Arc<Entry>]) -> u64 {
+    let entries: usize = entries.iter().map(|entry| entry.weight()).sum();
+    (key.len() + 64 + entries) as u64
 }
 
 /// Collects the keys that one insertion dropped: quick_cache reports the slot an insertion
@@ -165,6 +170,9 @@ pub(crate) struct Store {
     /// invalidated response came back; a new fill was replaced by the entry it replaced).
     /// Reads take no lock; changes are few (a fill's end, a variant, an invalidation).
     writing: std::sync::Mutex<()>,
+    /// The most one key's slot may weigh: one shard's capacity, past which quick_cache
+    /// refuses the insertion and drops the key's old slot too.
+    slot_capacity: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -207,6 +215,7 @@ impl Store {
             cache,
             evictions: AtomicU64::new(0),
             writing: std::sync::Mutex::new(()),
+            slot_capacity: max_memory.max(1) / shards as u64,
         }
     }
 
@@ -231,6 +240,12 @@ impl Store {
         };
         entries.truncate(SELECTIONS_PER_KEY - 1);
         entries.insert(0, entry);
+        // The oldest selections go where the slot would outgrow its shard: quick_cache would
+        // refuse it and drop every selection of the key, the new one with them (until
+        // 2026-11-28 a sixth `Vary` selection of 200 KB in a 1 MiB cache emptied the key).
+        while entries.len() > 1 && slot_weight(&key, &entries) > self.slot_capacity {
+            entries.pop();
+        }
         self.insert(key, Arc::new(entries));
     }
 
@@ -355,6 +370,40 @@ mod tests {
         }
         let evicted = store.evictions();
         assert!(evicted > 100, "{evicted}");
+        assert!(store.cache.weight() <= 1 << 20);
+    }
+
+    #[test]
+    fn selections_past_a_shard_drop_the_oldest_not_the_key() {
+        // 1 MiB, objects up to 256 KiB: one shard. Six `Vary: Accept-Language` selections of
+        // 200 KB outgrow it; the oldest goes and the newest five stay.
+        let store = Store::new(1 << 20, 256 * 1024);
+        let vary = HeaderMap::from_iter([(
+            http::header::VARY,
+            http::HeaderValue::from_static("accept-language"),
+        )]);
+        let request = |language: &str| {
+            let mut headers = HeaderMap::new();
+            let value = http::HeaderValue::from_str(language).expect("a valid value");
+            headers.insert(http::header::ACCEPT_LANGUAGE, value);
+            headers
+        };
+        let languages = ["a", "b", "c", "d", "e", "f"];
+        for language in languages {
+            let mut entry = Entry::for_tests(vary.clone(), Bytes::from(vec![b'x'; 200_000]));
+            entry.selected = Selected::new(&vary, &request(language), true);
+            store.put("k".to_owned(), Arc::new(entry));
+        }
+        assert!(store.find("k", &request("f")).is_some(), "the newest");
+        assert!(
+            store.find("k", &request("a")).is_none(),
+            "the oldest made room"
+        );
+        let kept = languages
+            .iter()
+            .filter(|language| store.find("k", &request(language)).is_some())
+            .count();
+        assert_eq!(kept, 5);
         assert!(store.cache.weight() <= 1 << 20);
     }
 }
