@@ -90,7 +90,8 @@ pub struct BodyMeter {
     pub bytes_in: AtomicU64,
     /// Bytes handed to the client.
     pub bytes_out: AtomicU64,
-    /// CPU time spent inside encoder or decoder calls, in nanoseconds ([`thread_cpu`]).
+    /// CPU time spent inside encoder or decoder calls (the thread's CPU time, not wall
+    /// time), in nanoseconds.
     pub busy_nanos: AtomicU64,
     /// Of `bytes_in`, those that calls compressed (or decompressed): not those a stepped-down
     /// stream stored. The rate budget reads it, so that the stored bytes of the streams it
