@@ -1,11 +1,13 @@
 //! The origin servers: round-robin selection, down-marking, and the keep-alive client that
 //! sends requests to them.
 //!
-//! A server whose connect fails is skipped for [`ProxyConfig::down_time`] (nginx's
-//! `max_fails=1 fail_timeout`, HAProxy's `observe layer4`), and an idempotent request goes to
-//! the next one: a failed connect means nothing was sent, so only the method decides whether
-//! sending it again is safe (RFC 9110 §9.2.2). A failure after the connection was made is not
-//! retried: the upstream may have acted on the request.
+//! A server whose connect fails, or that does not start its answer within
+//! `timeouts.upstream_response`, is skipped for [`ProxyConfig::down_time`] (nginx's
+//! `max_fails=1 fail_timeout` with `proxy_next_upstream error timeout`, HAProxy's `observe
+//! layer4`). After a failed connect any request goes to the next server, as nothing was
+//! sent; after a timeout only an idempotent one whose body was not sent (RFC 9110 §9.2.2).
+//! Any other failure after the connection was made is not retried: the upstream may have
+//! acted on the request.
 //!
 //! Selection is a pure function of an `Instant` passed in, tested without sockets.
 //!
@@ -114,10 +116,10 @@ impl Upstreams {
         self.response_timeout
     }
 
-    /// Sends a request to the next upstream that is up, and to one more after a connect
-    /// failure when the method is idempotent and the body was not sent; such a request also
-    /// goes once more, to any upstream, when its connection closes before the answer
-    /// ([`closed_before_answer`]). Returns the response
+    /// Sends a request to the next upstream that is up, and on to each other one that is up
+    /// after a failed connect, or after no answer in time when the method is idempotent and
+    /// the body was not sent; such a request also goes once more, to any upstream, when its
+    /// connection closes before the answer ([`closed_before_answer`]). Returns the response
     /// head and its streaming body. The upstream's time to answer runs from the end of the
     /// request body: a slow upload is the client's time, bounded by the client body timeout.
     ///
@@ -146,11 +148,17 @@ impl Upstreams {
         // tries; HAProxy's `retry-on conn-failure`). Until 2026-11-28 a GET had one more try
         // and any other method none, so two servers down in a row, or one for a POST, gave
         // 502 while others were up.
-        let mut failed_connect = None;
+        //
+        // An upstream that takes no answer in time is marked down too, and an idempotent
+        // request that sent no body goes on the same way (nginx's default `proxy_next_upstream
+        // error timeout`, a timeout counting towards `max_fails=1`). Until 2026-11-28 a server
+        // that accepted connections and never answered kept its share of requests, each
+        // waiting for the whole timeout.
+        let mut last_failure = None;
         loop {
             let Some(index) = self.members.pick(Instant::now(), &tried) else {
-                // The last connect's failure says more than "no upstream available".
-                return Err(failed_connect.unwrap_or(ProxyError::AllDown));
+                // The last failure says more than "no upstream available".
+                return Err(last_failure.unwrap_or(ProxyError::AllDown));
             };
             tried.push(index);
             let (scheme, authority) = self.members.address(index);
@@ -211,11 +219,18 @@ impl Upstreams {
                     let limit = self.response_timeout;
                     return Ok(response.map(|body| ReadTimeout::new(body, authority, limit)));
                 }
-                Err(_) => {
-                    return Err(ProxyError::UpstreamTimeout {
+                Err(TimedOut) => {
+                    self.members.mark_down(index, Instant::now());
+                    warn!(upstream = %authority, after = ?self.response_timeout, "no answer in time, marked down");
+                    let failure = ProxyError::UpstreamTimeout {
                         upstream: authority,
                         after: self.response_timeout,
-                    })
+                    };
+                    if !(idempotent && replay.is_unsent()) {
+                        return Err(failure);
+                    }
+                    last_failure = Some(failure);
+                    debug!("retrying on the next upstream");
                 }
                 Ok(Err(error)) if error.is_connect() => {
                     if local_failure(&error) {
@@ -233,7 +248,7 @@ impl Upstreams {
                     if !replay.is_unsent() {
                         return Err(failure);
                     }
-                    failed_connect = Some(failure);
+                    last_failure = Some(failure);
                     debug!("retrying on the next upstream");
                 }
                 Ok(Err(error))
@@ -341,10 +356,14 @@ impl Upstreams {
                 let limit = self.response_timeout;
                 Ok(response.map(|body| ReadTimeout::new(body, authority, limit)))
             }
-            Err(_) => Err(ProxyError::UpstreamTimeout {
-                upstream: authority,
-                after: self.response_timeout,
-            }),
+            Err(TimedOut) => {
+                self.members.mark_down(index, Instant::now());
+                warn!(upstream = %authority, after = ?self.response_timeout, "no answer in time, marked down");
+                Err(ProxyError::UpstreamTimeout {
+                    upstream: authority,
+                    after: self.response_timeout,
+                })
+            }
             Ok(Err(error)) => Err(match request_body::client_failure(error.into()) {
                 Ok(client) => client,
                 Err(source) => ProxyError::Upstream {

@@ -121,6 +121,68 @@ async fn a_slow_upstream_gets_504() {
     assert_eq!(head.status, 504);
 }
 
+/// An upstream that accepts connections and never answers: its address, and the task that
+/// holds them.
+async fn silent_origin() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_is_marked_down_and_a_get_goes_on() {
+    // Until 2026-11-28 a server that accepted and never answered kept its share: every
+    // other request waited for the whole timeout and got 504.
+    let (silent, _held) = silent_origin().await;
+    let live = Origin::start().await;
+    let proxy = Proxy::start(vec![upstream(silent), live.upstream()], |config| {
+        config.timeouts.upstream_response = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let client = client();
+    for _ in 0..4 {
+        let started = std::time::Instant::now();
+        let (head, body) = fetch(&client, "GET", &proxy.url("/page.html"), &[]).await;
+        assert_eq!(head.status, 200);
+        assert_eq!(body, html(50_000));
+        // Only the first request waits for the silent server.
+        if live.hits.load(Ordering::SeqCst) > 1 {
+            assert!(started.elapsed() < std::time::Duration::from_millis(250));
+        }
+    }
+    assert_eq!(live.hits.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn a_post_to_an_upstream_that_never_answers_gets_504_and_the_next_goes_elsewhere() {
+    let (silent, _held) = silent_origin().await;
+    let live = Origin::start().await;
+    let proxy = Proxy::start(vec![upstream(silent), live.upstream()], |config| {
+        config.timeouts.upstream_response = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let request = Request::post(proxy.url("/upload"))
+            .body(Full::new(Bytes::from(html(2_000))))
+            .expect("valid request");
+        let response = client.request(request).await.expect("a response");
+        statuses.push(response.status().as_u16());
+    }
+    // The POST may have been acted on, so it is not sent again; the server is skipped after.
+    assert_eq!(statuses, [504, 200, 200]);
+    assert_eq!(live.hits.load(Ordering::SeqCst), 2);
+}
+
 #[tokio::test]
 async fn upstream_connections_are_kept_alive_and_reused() {
     let origin = Origin::start().await;
