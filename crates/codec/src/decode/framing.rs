@@ -16,26 +16,33 @@ impl Decoder {
                 let held = self.buf.len();
                 let parsed = if held == 0 {
                     // The common case, a whole header in one call: no copy.
-                    gzip::parse_header(rest)
+                    gzip::parse_header_progress(rest)
                 } else {
                     let take = rest
                         .len()
                         .min((gzip::MAX_HEADER_LEN + 1).saturating_sub(held));
                     self.buf
                         .extend_from_slice(rest.get(..take).unwrap_or_default());
-                    gzip::parse_header(&self.buf)
+                    if !self.awaiting.has_come(&self.buf, held) {
+                        // Parsed again only once what it waits for is here: linear work
+                        // however the header is split.
+                        return Ok(take);
+                    }
+                    gzip::parse_header_progress(&self.buf)
                 };
                 match parsed {
                     Err(gzip::HeaderError::Invalid | gzip::HeaderError::Checksum { .. }) => {
                         Err(corrupt)
                     }
-                    Ok(Some((_, len))) => {
+                    Ok(Ok((_, len))) => {
                         let taken = len.checked_sub(held).ok_or(corrupt)?;
                         self.buf.clear();
+                        self.awaiting = gzip::Awaiting::Length(0);
                         self.state = State::Body;
                         Ok(taken)
                     }
-                    Ok(None) => {
+                    Ok(Err(awaiting)) => {
+                        self.awaiting = awaiting;
                         let taken = if held == 0 {
                             let take = rest.len().min(gzip::MAX_HEADER_LEN + 1);
                             self.buf

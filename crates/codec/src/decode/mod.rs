@@ -9,7 +9,7 @@
 use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::error::DecodeError;
-use crate::format::Format;
+use crate::format::{gzip, Format};
 
 mod framing;
 mod limits;
@@ -72,6 +72,8 @@ pub struct Decoder {
     state: State,
     /// Header or trailer bytes waiting for the rest.
     buf: Vec<u8>,
+    /// What a gzip header cut short in `buf` waits for before it is parsed again.
+    awaiting: gzip::Awaiting,
     /// Running checksum of the current member's output.
     checksum: u32,
     /// Output of the current member, for gzip's ISIZE.
@@ -94,6 +96,7 @@ impl Decoder {
                 Format::Raw => State::Body,
             },
             buf: Vec::new(),
+            awaiting: gzip::Awaiting::Length(0),
             checksum: format.initial_checksum(),
             member_out: 0,
             total_in: 0,

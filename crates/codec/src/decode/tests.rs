@@ -144,6 +144,36 @@ fn gzip_header_with_every_optional_field() {
 }
 
 #[test]
+fn a_long_gzip_name_fed_a_byte_at_a_time_is_parsed_in_linear_time() {
+    // Until 2026-11-28 the header was parsed from its start on every call: 4.4 s for this
+    // 120 KB name a byte at a time (113 µs whole), a CPU cost a peer sending one-byte
+    // segments could choose. Now about a millisecond; 1 s leaves room for a slow machine.
+    let data = sample(1_000);
+    let header = gzip::Header {
+        name: Some(vec![b'a'; 120_000]),
+        ..gzip::Header::minimal(1)
+    };
+    let mut wire = header.to_bytes();
+    wire.extend_from_slice(&encode(Format::Raw, &data));
+    wire.extend_from_slice(&gzip::trailer(crc32fast::hash(&data), data.len() as u32));
+    let started = std::time::Instant::now();
+    let mut dec = Decoder::new(Format::Gzip);
+    let mut produced = Vec::new();
+    for byte in wire.chunks(1) {
+        let consumed = dec.decode_to_vec(byte, &mut produced).expect("decodes");
+        assert_eq!(consumed, 1);
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(produced, data);
+    assert!(dec.is_done());
+    assert!(
+        elapsed < std::time::Duration::from_secs(1),
+        "{elapsed:?} for {} bytes",
+        wire.len()
+    );
+}
+
+#[test]
 fn multi_member_gzip() {
     let (a, b) = (sample(3_000), b"second member".to_vec());
     let mut wire = encode(Format::Gzip, &a);
