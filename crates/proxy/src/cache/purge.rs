@@ -19,7 +19,9 @@ pub(crate) fn answer(cache: Option<&Cache>, uri: &Uri) -> (StatusCode, &'static 
             .map(percent_decoded)
     });
     match key {
-        None if uri.query().is_some_and(|query| !query.is_empty()) => (
+        // A query without a key, even an empty one (`/cache?`, a purge URL cut short), is
+        // refused: only `/cache` alone drops everything (until 2026-11-28 `/cache?` did too).
+        None if uri.query().is_some() => (
             StatusCode::BAD_REQUEST,
             "400 Bad Request: use ?key=HOST%20TARGET or nothing\n",
         ),

@@ -28,7 +28,9 @@ use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
 use crate::decide::headers;
 use crate::decide::list;
 use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
+use crate::encode::body::{thread_cpu, BodyMeter};
 use crate::encode::codings::Codings;
+use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
 use crate::exchange::forward;
 use crate::exchange::upstream::UpstreamBody;
@@ -81,14 +83,17 @@ pub(crate) struct Served {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// What was done for this client, counted as the response filter's decisions are.
+    pub(crate) decision: Decision,
 }
 
 /// What the response filter would use to encode: the rules, the encoders, the budget.
 pub(crate) struct Encoders<'a> {
     pub(crate) rules: &'a Rules,
     pub(crate) codings: &'a Codings,
-    /// The budget refuses new compressions.
-    pub(crate) exhausted: bool,
+    /// The compression budget: a variant made on the request path is admitted by it, as a
+    /// streamed compression is.
+    pub(crate) throttle: &'a Throttle,
     /// Gunzip for clients without gzip, within these limits; `None` when off.
     pub(crate) gunzip: Option<Limits>,
 }
@@ -376,9 +381,24 @@ impl Cache {
             Decision::Compress { coding, .. } => self.stored_variant(key, entry, request, coding),
             _ => None,
         };
-        if stored.is_none() && encoders.exhausted {
-            response.budget = Budget::Exhausted;
-            decision = decide(facts, &response, encoders.rules);
+        if stored.is_none() {
+            // A variant made now takes from the rate allowance by the length it compresses,
+            // as a streamed response does by its Content-Length (until 2026-11-28 such
+            // variants were not admitted, and uncounted: varying the query or the coding
+            // compressed past `max_cpu` and `max_rate`).
+            let throttle = encoders.throttle;
+            let refused = throttle.is_bypassing_new()
+                || (matches!(
+                    decision,
+                    Decision::Compress {
+                        payload: Payload::Transform,
+                        ..
+                    }
+                ) && !throttle.admit(entry.body.length));
+            if refused {
+                response.budget = Budget::Exhausted;
+                decision = decide(facts, &response, encoders.rules);
+            }
         }
         if matches!(decision, Decision::Decompress { .. }) && encoders.gunzip.is_none() {
             decision = Decision::Pass {
@@ -420,9 +440,16 @@ impl Cache {
             Decision::Decompress { .. } => {
                 let limits = encoders.gunzip.unwrap_or_default();
                 let as_sent = entry.body.as_sent.as_deref().unwrap_or_default();
+                let cpu = thread_cpu();
                 let decoded =
                     zipwire_codec::decompress(zipwire_codec::Format::Gzip, as_sent, limits)
                         .map_err(ProxyError::Gunzip)?;
+                BodyMeter::with_totals(self.counters.decompression.clone()).record(
+                    as_sent.len(),
+                    decoded.len(),
+                    thread_cpu().saturating_sub(cpu),
+                    false,
+                );
                 Some(Bytes::from(decoded))
             }
             Decision::Pass { .. } => None,
@@ -462,6 +489,11 @@ impl Cache {
                 status: StatusCode::NOT_MODIFIED,
                 headers,
                 body: Bytes::new(),
+                // Counted as the streaming path counts a 304 from the origin.
+                decision: Decision::Pass {
+                    reason: Bypass::Status,
+                    vary: Vary::Unchanged,
+                },
             });
         }
         let absent = request.method == Method::HEAD
@@ -476,6 +508,7 @@ impl Cache {
             status: entry.status,
             headers,
             body: if absent { Bytes::new() } else { body },
+            decision,
         })
     }
 
@@ -510,7 +543,18 @@ impl Cache {
     ) -> Option<Bytes> {
         let identity = variant::identity(&entry.body).ok()?;
         let encoder = codings.encoder(coding, Some(identity.len() as u64));
+        let cpu = thread_cpu();
         let (bytes, micros) = variant::encode(encoder, &identity)?;
+        // Counted as a streamed compression's calls are: the stats' encoder time, input and
+        // savings, this coding's totals, and what the budget reads.
+        BodyMeter::with_totals(self.counters.compression.clone())
+            .with_coding_totals(self.counters.codings.get(coding).meter.clone())
+            .record(
+                identity.len(),
+                bytes.len(),
+                thread_cpu().saturating_sub(cpu),
+                false,
+            );
         let mut body = entry.body.clone();
         body.as_sent = None;
         // The worker recompresses this one at the best level instead of making it anew.

@@ -410,6 +410,11 @@ impl AccessLog {
         self.status = Some(status);
     }
 
+    /// Says what was done to a body made whole before it went out (a cache hit).
+    pub(crate) fn set_transform(&mut self, transform: Transform) {
+        self.transform = transform;
+    }
+
     /// Counts a transformed stream as active and returns the meter its codec records into.
     fn start_stream(&mut self, transform: Transform) -> Arc<BodyMeter> {
         Counters::bump(&self.counters.active_streams);

@@ -125,7 +125,7 @@ impl BodyMeter {
 
     /// Adds one call: `stored` when the call stored its input (a stepped-down stream) rather
     /// than compressing it.
-    fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration, stored: bool) {
+    pub(crate) fn record(&self, bytes_in: usize, bytes_out: usize, busy: Duration, stored: bool) {
         let busy = busy.as_nanos().min(u128::from(u64::MAX)) as u64;
         let worked = if stored { 0 } else { bytes_in as u64 };
         let totals = self.totals.as_deref().into_iter();

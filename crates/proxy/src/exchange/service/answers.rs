@@ -14,8 +14,9 @@ use crate::cache::serve::Encoders;
 use crate::cache::store::Entry;
 use crate::cache::Cache;
 use crate::decide::facts::RequestFacts;
+use crate::decide::rules::{Decision, Payload};
 use crate::error::{ProxyError, Side};
-use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::outgoing::{AccessLog, ResponseBody, Transform};
 use crate::exchange::upstream::Chain;
 
 impl Proxy {
@@ -32,12 +33,23 @@ impl Proxy {
         let encoders = Encoders {
             rules: &self.rules,
             codings: &self.codings,
-            exhausted: self.throttle.is_bypassing_new(),
+            throttle: &self.throttle,
             gunzip: self.gunzip,
         };
         match cache.serve(key, entry, request, facts, &encoders) {
             Ok(served) => {
                 log.set_status(served.status);
+                self.count_decision(&served.decision);
+                log.set_transform(match served.decision {
+                    Decision::Compress {
+                        coding,
+                        payload: Payload::Transform,
+                    } => Transform::Compress(coding),
+                    Decision::Decompress {
+                        payload: Payload::Transform,
+                    } => Transform::Decompress,
+                    _ => Transform::None,
+                });
                 let body = match served.body.is_empty() {
                     true => ResponseBody::empty(log),
                     false => ResponseBody::stored(served.body, log),

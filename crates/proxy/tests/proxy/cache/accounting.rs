@@ -1,0 +1,67 @@
+//! What a hit costs and how it is counted: a variant made on the request path is compression
+//! like a streamed one, in the stats and in the budget.
+
+use std::time::Duration;
+
+use zipwire_proxy::{Bypass, Coding};
+
+use super::*;
+
+#[tokio::test]
+async fn variants_made_on_hits_are_counted_as_compression() {
+    // Until 2026-11-28 a hit that made a variant counted nowhere: responses_compressed,
+    // encode_seconds, compressed_input_bytes and the codings all stayed at 0.
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    // The miss passes (no coding accepted) and stores the identity bytes.
+    let (parts, _) = get(&client, &proxy, &[]).await;
+    assert!(!parts.headers.contains_key("content-encoding"));
+    for coding in ["gzip", "br", "zstd", "gzip"] {
+        let (parts, _) = get(&client, &proxy, &[("accept-encoding", coding)]).await;
+        assert_eq!(parts.headers["content-encoding"], coding);
+    }
+    assert_eq!(origin.hits(), 1);
+    let stats = &proxy.stats;
+    assert_eq!(
+        Proxy::count(&stats.compressed),
+        4,
+        "every hit sent compressed"
+    );
+    // Three variants made, each of the whole 20,000-byte body; the second gzip hit was served.
+    assert_eq!(Proxy::count(&stats.compression.worked_in), 60_000);
+    assert!(Proxy::count(&stats.compression.busy_nanos) > 0);
+    assert!(Proxy::count(&stats.compression.saved) > 40_000);
+    let gzip = stats.codings.get(Coding::Gzip);
+    assert_eq!(gzip.responses.load(Ordering::Relaxed), 2);
+    assert_eq!(gzip.meter.bytes_in.load(Ordering::Relaxed), 20_000);
+    assert_eq!(stats.bypassed.get(Bypass::NotAccepted), 1);
+}
+
+#[tokio::test]
+async fn a_variant_made_on_a_hit_takes_from_the_rate_budget() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let time = origin.time.clone();
+    let proxy = Proxy::start(vec![upstream(origin.addr)], move |config| {
+        config.cache.mode = CacheMode::Fresh;
+        config.cache.clock = time;
+        // 10 kB over one second: one 20 kB variant takes it all.
+        config.budget.max_rate = Some(10_000);
+        config.budget.window = Duration::from_secs(1);
+    })
+    .await;
+    let client = client();
+    get(&client, &proxy, &[]).await;
+    let (parts, _) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(parts.headers["content-encoding"], "gzip");
+    let (parts, body) = get(&client, &proxy, &[("accept-encoding", "br")]).await;
+    assert!(
+        !parts.headers.contains_key("content-encoding"),
+        "a second variant within the window passed the rate budget"
+    );
+    assert_eq!(body, origin.script.lock().expect("not poisoned").body);
+    assert_eq!(proxy.stats.bypassed.get(Bypass::Budget), 1);
+    // A variant already made costs nothing and is served whatever the budget says.
+    let (parts, _) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(parts.headers["content-encoding"], "gzip");
+}
