@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use http::header::{
-    HeaderMap, HeaderName, AGE, AUTHORIZATION, CACHE_CONTROL, DATE, ETAG, EXPIRES, LAST_MODIFIED,
-    PRAGMA, SET_COOKIE, VARY,
+    HeaderMap, HeaderName, AGE, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, DATE, ETAG, EXPIRES,
+    LAST_MODIFIED, PRAGMA, SET_COOKIE, TRANSFER_ENCODING, VARY,
 };
 use http::{Method, StatusCode};
 
@@ -297,6 +297,11 @@ pub(crate) enum NotStored {
     Size,
     /// Delimited by the closing of the connection, where a cut looks like an end.
     Unframed,
+    /// Both `Content-Length` and `Transfer-Encoding`: RFC 9112 §6.3 says such a response
+    /// "ought to be handled as an error" (a sign of smuggling or splitting). It is passed on,
+    /// framed by its chunks, as HAProxy does, but not kept for every other client (until
+    /// 2026-11-28 it was; nginx answers 502).
+    AmbiguousFraming,
 }
 
 /// Request fields the proxy writes or extends on the way upstream, from the client's address
@@ -389,6 +394,9 @@ pub(crate) fn storable(
     let validator = response.contains_key(ETAG) || response.contains_key(LAST_MODIFIED);
     if !explicit && !validator {
         return Err(NotStored::NoFreshnessNorValidator);
+    }
+    if response.contains_key(CONTENT_LENGTH) && response.contains_key(TRANSFER_ENCODING) {
+        return Err(NotStored::AmbiguousFraming);
     }
     match length {
         Length::Known(length) if length > max_object => Err(NotStored::Size),

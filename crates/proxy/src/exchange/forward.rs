@@ -62,15 +62,17 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Writes `Content-Length` as one decimal value where it came as a list (`5, 5`) or on
-/// several lines. hyper reads such a message when every value agrees (RFC 9112 §6.3 lets a
-/// recipient take the one value, RFC 9110 §8.6 lets it write that value alone), but
-/// forwarded as it came, the list is no valid field value, and an HTTP/2 client (curl,
-/// nghttp2) refuses a stream with two `content-length` fields. Values that disagree, which
-/// hyper refuses before this, are left alone.
+/// Writes `Content-Length` as one decimal value, as the proxy read it: where it came as a
+/// list (`5, 5`), on several lines, or with leading zeros (`0005`). hyper reads such a
+/// message when every value agrees (RFC 9112 §6.3 lets a recipient take the one value, RFC
+/// 9110 §8.6 lets it write that value alone), but forwarded as it came, the list is no valid
+/// field value, an HTTP/2 client (curl, nghttp2) refuses a stream with two `content-length`
+/// fields, and a next hop that reads the digits otherwise (leading zeros as octal) would
+/// frame the body differently. Values that disagree, which hyper refuses before this, are
+/// left alone.
 pub(crate) fn single_content_length(headers: &mut HeaderMap) {
     let values: Vec<&[u8]> = list::elements(headers.get_all(CONTENT_LENGTH)).collect();
-    if values.len() < 2 && headers.get_all(CONTENT_LENGTH).iter().count() < 2 {
+    if values.is_empty() {
         return;
     }
     let parsed: Option<Vec<u64>> = values
@@ -78,10 +80,21 @@ pub(crate) fn single_content_length(headers: &mut HeaderMap) {
         .map(|value| std::str::from_utf8(value).ok()?.parse().ok())
         .collect();
     if let Some([length, rest @ ..]) = parsed.as_deref() {
-        if rest.iter().all(|value| value == length) {
+        let canonical = rest.is_empty() && values.first() == Some(&length.to_string().as_bytes());
+        if !canonical && rest.iter().all(|value| value == length) {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(*length));
         }
     }
+}
+
+/// The largest `Content-Length` a request may go upstream with: 2^63 - 1, as nginx allows
+/// (`off_t`). A next hop that reads the length into a signed 64-bit integer would read a
+/// larger one as negative, and frame the body otherwise than the proxy did.
+pub(crate) const MAX_CONTENT_LENGTH: u64 = i64::MAX as u64;
+
+/// The single `Content-Length` of `headers`, when it is one decimal value.
+pub(crate) fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
 
 /// Whether a message's transfer coding, if any, is `chunked` alone: the only one the proxy
@@ -218,6 +231,8 @@ mod tests {
             (&["5, 5"], &["5"]),
             (&["5", "5"], &["5"]),
             (&["5,5", " 5 "], &["5"]),
+            (&["0005"], &["5"]),
+            (&["18446744073709551615"], &["18446744073709551615"]),
             // Disagreeing or unreadable: hyper refuses these; nothing is made up here.
             (&["5, 6"], &["5, 6"]),
             (&["5", "x"], &["5", "x"]),

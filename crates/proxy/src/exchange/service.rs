@@ -367,6 +367,13 @@ impl Proxy {
         request: &RequestParts,
         peer: SocketAddr,
     ) -> Result<Head, ProxyError> {
+        // The authority form (RFC 9112 §3.2.3) is CONNECT's alone: a GET to `evil:80` went
+        // upstream as `GET /` with `Host: evil:80` (until 2026-11-28; nginx answers 400).
+        if request.uri.scheme().is_none() && request.uri.authority().is_some() {
+            return Err(ProxyError::BadRequest {
+                reason: "request target is in authority form",
+            });
+        }
         // An absolute-form target (RFC 9112 §3.2.2) is read for its path only: the upstream is
         // the proxy's choice, not the client's.
         let target = request
@@ -400,6 +407,11 @@ impl Proxy {
         }
         forward::strip_hop_by_hop(&mut headers);
         forward::single_content_length(&mut headers);
+        if forward::content_length(&headers).is_some_and(|n| n > forward::MAX_CONTENT_LENGTH) {
+            return Err(ProxyError::BadRequest {
+                reason: "Content-Length past 2^63 - 1",
+            });
+        }
         if self.forwarded_for {
             forward::add_forwarded_for(&mut headers, peer.ip());
         }

@@ -206,12 +206,17 @@ impl Upstreams {
                     });
                 }
                 Ok(Ok(response)) => {
-                    if response.headers().contains_key(CONTENT_LENGTH)
-                        && response.headers().contains_key(TRANSFER_ENCODING)
-                    {
-                        // RFC 9112 §6.3: framed by the chunked coding, but "ought to be
-                        // handled as an error": whoever framed it by its length would read
-                        // the rest as the next response. The connection is not used again.
+                    // RFC 9112 §6.3: a response with both Content-Length and
+                    // Transfer-Encoding is framed by the chunked coding, but "ought to be
+                    // handled as an error": whoever framed it by its length would read the
+                    // rest as the next response. And after an HTTP/1.0 answer hyper sends
+                    // later requests on that connection as HTTP/1.0, which cannot carry a
+                    // body of unknown length: it went unsent, and an origin that answered the
+                    // empty request in HTTP/1.1 had its answer taken for the upload's (until
+                    // 2026-11-28). Neither connection is used again.
+                    let ambiguous = response.headers().contains_key(CONTENT_LENGTH)
+                        && response.headers().contains_key(TRANSFER_ENCODING);
+                    if ambiguous || response.version() == http::Version::HTTP_10 {
                         if let Some(connected) = connection.connection_metadata().as_ref() {
                             connected.poison();
                         }

@@ -210,6 +210,10 @@ async fn the_asterisk_form_is_for_options_alone() {
     for raw in [
         b"GET * HTTP/1.1\r\nHost: x\r\n\r\n".as_slice(),
         b"HEAD * HTTP/1.1\r\nHost: x\r\n\r\n",
+        // The authority form is CONNECT's (RFC 9112 §3.2.3): until 2026-11-28 this went
+        // upstream as `GET /` with `Host: evil:80`.
+        b"GET evil:80 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"POST evil:80 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
     ] {
         let answer = raw_exchange(proxy.addr, raw, Duration::from_secs(3)).await;
         let text = String::from_utf8_lossy(&answer);
@@ -224,6 +228,28 @@ async fn the_asterisk_form_is_for_options_alone() {
     .await;
     let text = String::from_utf8_lossy(&answer);
     assert!(!text.starts_with("HTTP/1.1 400"), "{text}");
+    assert_eq!(origin.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_request_length_goes_upstream_as_read_and_never_past_2_63() {
+    // Until 2026-11-28 `0005` went upstream as written, and lengths past 2^63 - 1 (negative
+    // to a next hop reading a signed 64-bit integer) went on too; nginx answers those 400.
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let mut client = RawClient::connect(proxy.addr).await;
+    client
+        .send(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 0005\r\n\r\nhello")
+        .await;
+    let response = client.response(false).await;
+    assert_eq!(response.body, b"received 5", "{}", response.head);
+    assert_eq!(origin.last_headers()["content-length"], "5");
+    for length in ["9223372036854775808", "18446744073709551613"] {
+        let raw = format!("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n");
+        let answer = raw_exchange(proxy.addr, raw.as_bytes(), Duration::from_secs(3)).await;
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 400"), "{length}: {text}");
+    }
     assert_eq!(origin.hits.load(Ordering::SeqCst), 1);
 }
 
@@ -416,20 +442,28 @@ async fn a_chunked_get_body_reaches_the_origin_whole() {
 }
 
 #[tokio::test]
-async fn a_chunked_upload_to_a_kept_alive_http_10_origin_is_not_answered_as_if_sent() {
-    // An HTTP/1.0 origin that keeps its connection alive: hyper then sends later requests on
-    // it as HTTP/1.0, which cannot carry a chunked body, and sent the upload with none. The
-    // origin's answer to the empty request had reached the client as a 200.
-    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = bodies.clone();
+async fn a_chunked_upload_never_follows_an_http_10_answer_on_its_connection() {
+    // An HTTP/1.0 answer on a kept-alive connection makes hyper send later requests on it as
+    // HTTP/1.0, which cannot carry a chunked body: the upload went with none, and when the
+    // origin answered that empty request in HTTP/1.1 the client got its 200 (until
+    // 2026-11-28). Such a connection is no longer used again, so the upload goes as HTTP/1.1
+    // on a new one, with its body.
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (seen, count) = (heads.clone(), connections.clone());
     let origin = RawOrigin::start(move |mut conn| {
         let seen = seen.clone();
+        let number = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async move {
             while let Some(head) = conn.read_head().await {
-                seen.lock().unwrap().push(head);
-                let reply =
-                    b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok";
-                if conn.stream.write_all(reply).await.is_err() {
+                let upload = head.starts_with("POST");
+                seen.lock().unwrap().push((number, head));
+                let reply: &[u8] = if upload {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                } else {
+                    b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
+                };
+                if conn.stream.write_all(reply).await.is_err() || upload {
                     return;
                 }
             }
@@ -446,11 +480,20 @@ async fn a_chunked_upload_to_a_kept_alive_http_10_origin_is_not_answered_as_if_s
         .await;
     client.send(&chunked(b"hello", 5)).await;
     let response = client.response(false).await;
-    let heads = bodies.lock().unwrap().clone();
+    assert_eq!(response.status(), 200, "{}", response.head);
+    let heads = heads.lock().unwrap().clone();
     assert_eq!(heads.len(), 2, "{heads:?}");
-    // The origin got the POST without a body: the client must hear that it failed.
-    assert!(heads[1].starts_with("POST /upload HTTP/1.0"), "{heads:?}");
-    assert_eq!(response.status(), 502, "{}", response.head);
+    let (connection, post) = &heads[1];
+    assert_eq!(
+        *connection, 1,
+        "the upload went on the HTTP/1.0 connection: {heads:?}"
+    );
+    assert!(post.starts_with("POST /upload HTTP/1.1"), "{heads:?}");
+    assert!(
+        post.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{heads:?}"
+    );
 }
 
 #[tokio::test]

@@ -223,6 +223,21 @@ fn admission_follows_rfc_9111_section_3() {
         );
         assert_eq!(sized, expected, "{length:?}");
     }
+    let ambiguous = heads(&[
+        ("cache-control", "max-age=60"),
+        ("content-length", "7"),
+        ("transfer-encoding", "chunked"),
+    ]);
+    let stored = storable(
+        &http::Method::GET,
+        &HeaderMap::new(),
+        StatusCode::OK,
+        &ambiguous,
+        Length::Framed,
+        10,
+        false,
+    );
+    assert_eq!(stored, Err(NotStored::AmbiguousFraming));
 }
 
 #[test]
