@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use zipwire_codec::format::gzip;
 
+use crate::blocking::Blocking;
 use crate::error::{io_message, Damage, StreamError};
 use crate::inflate::{self, Decoded, Method, Trailing};
 use crate::list::{Listing, Row};
@@ -126,7 +127,7 @@ impl Job<'_> {
         self.process(
             Input {
                 path: Path::new("stdin"),
-                reader: io::stdin(),
+                reader: Blocking(io::stdin()),
                 meta: None,
                 is_stdin: true,
             },
@@ -204,7 +205,7 @@ impl Job<'_> {
         self.process(
             Input {
                 path,
-                reader: input,
+                reader: Blocking(input),
                 // A special file's size and mode say nothing about its data or its output.
                 meta: meta.is_file().then_some(&meta),
                 is_stdin: false,
@@ -256,11 +257,8 @@ impl Job<'_> {
             if self.stopped {
                 return;
             }
-            // Decompressing a tree only touches compressed files, as gzip -dr does.
-            let is_compressed = names::compressed_suffix(&path, &self.options.suffix).is_some();
-            if self.options.mode != Mode::Compress && !is_compressed && !path.is_dir() {
-                continue;
-            }
+            // Decompressing a tree only touches compressed files, as gzip -dr does; the
+            // others are skipped by `sink_for`, said to be under -v.
             self.path(&path);
         }
     }
@@ -388,6 +386,13 @@ impl Job<'_> {
             Err(err) => {
                 self.report_failure(path, &sink, &err);
                 self.line = Line::None;
+                if compressing && matches!(sink, Sink::Stdout | Sink::Special { .. }) {
+                    // Part of a member is in the stream already, and no member after it can
+                    // be read past it: stop, as gzip does on any read or write error. Until
+                    // 2026-11-28 `-c a /proc/self/mem b` went on and wrote b's member after
+                    // the broken one, and `gzip -dc` of the whole failed at it.
+                    self.stopped = true;
+                }
                 return;
             }
         };
@@ -436,7 +441,9 @@ impl Job<'_> {
         }
         if let Sink::File { replace: true, .. } = &sink {
             if let Err(err) = fs::remove_file(path) {
-                self.fail(path, io_message(&err));
+                // The output is whole and kept: as gzip, a warning (exit 2, silent under -q),
+                // not a failure (until 2026-11-28 exit 1, said under -q too).
+                self.warn(format_args!("{}: {}", path.display(), io_message(&err)));
             }
         }
         let file_mtime = meta.map_or_else(now, MetadataExt::mtime);

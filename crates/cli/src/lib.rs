@@ -28,6 +28,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// `eprintln!` that never panics: a message to a closed stderr is dropped and the run goes
+/// on (`eprintln!` panicked there, exit 101, with the output written and the input kept;
+/// gzip dies of SIGPIPE instead, and loses its output).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+mod blocking;
 mod error;
 pub mod inflate;
 mod interrupt;

@@ -50,7 +50,9 @@ impl Listing {
             } else {
                 ""
             };
-            println!("{method}         compressed        uncompressed  ratio uncompressed_name");
+            out(format_args!(
+                "{method}         compressed        uncompressed  ratio uncompressed_name"
+            ));
         }
         let decoded = &row.decoded;
         self.rows += 1;
@@ -97,8 +99,16 @@ impl Listing {
 
     fn print(&self, prefix: &str, packed: u64, plain: u64, framing: u64, name: &str) {
         let ratio = format_percent(percent_saved(plain, packed, framing));
-        println!("{prefix}{packed:>19} {plain:>19} {ratio} {name}");
+        out(format_args!(
+            "{prefix}{packed:>19} {plain:>19} {ratio} {name}"
+        ));
     }
+}
+
+/// One line on stdout; on a closed one (`zipwire -l *.gz | head -1`) dropped, not a panic.
+fn out(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// `Nov 24 20:43`, gzip's `%s%3d %02d:%02d`, in UTC.

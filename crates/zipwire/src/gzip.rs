@@ -2,6 +2,7 @@
 //! `zcat`: gzip's flags parsed here, the work done by `zipwire-cli`.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -160,7 +161,9 @@ pub fn run(args: &FileArgs, verbose: bool, program: &str) -> ExitCode {
     }
     if !valid_suffix(&args.suffix) {
         // gzip's message and status (1) for a suffix it refuses, empty included.
-        eprintln!(
+        // Written as the CLI writes its messages: a closed stderr is no panic.
+        let _ = writeln!(
+            std::io::stderr(),
             "{program}: invalid suffix '{}'",
             args.suffix.to_string_lossy()
         );

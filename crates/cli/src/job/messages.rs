@@ -8,9 +8,9 @@ impl Job<'_> {
     pub(super) fn end_line(&mut self) {
         if let Line::Pending(name) = &self.line {
             if name.is_empty() {
-                eprintln!();
+                say!("");
             } else {
-                eprintln!("{name}:\t");
+                say!("{name}:\t");
             }
             self.line = Line::Ended;
         }
@@ -19,12 +19,12 @@ impl Job<'_> {
     /// A message gzip prints whatever `-q` says and without changing the exit status.
     pub(super) fn note(&mut self, message: impl std::fmt::Display) {
         self.end_line();
-        eprintln!("{}: {message}", self.options.program);
+        say!("{}: {message}", self.options.program);
     }
 
     pub(super) fn fail(&mut self, what: impl AsRef<Path>, problem: impl std::fmt::Display) {
         self.end_line();
-        eprintln!(
+        say!(
             "{}: {}: {problem}",
             self.options.program,
             what.as_ref().display()
@@ -35,7 +35,7 @@ impl Job<'_> {
     pub(super) fn warn(&mut self, message: impl std::fmt::Display) {
         self.end_line();
         if !self.options.quiet {
-            eprintln!("{}: {message}", self.options.program);
+            say!("{}: {message}", self.options.program);
         }
         self.status = self.status.max(Status::Warning);
     }
@@ -53,7 +53,7 @@ impl Job<'_> {
                 self.fail(target, err)
             }
             (StreamError::Damaged(Damage::Refused(text)), _) => {
-                eprintln!("{}: {} {text}", self.options.program, path.display());
+                say!("{}: {} {text}", self.options.program, path.display());
                 self.status = self.status.max(Status::Failure);
             }
             (StreamError::Damaged(Damage::CrcAndLength), _) => {
@@ -104,11 +104,11 @@ impl Job<'_> {
             // gzip ends standard input's test early after a warning, with no " OK".
             Mode::Test if options.verbose && is_stdin && self.line == Line::Ended => {}
             Mode::Test if options.verbose && (is_stdin || self.line == Line::Ended) => {
-                eprintln!(" OK");
+                say!(" OK");
             }
-            Mode::Test if options.verbose => eprintln!("{}:\t OK", path.display()),
+            Mode::Test if options.verbose => say!("{}:\t OK", path.display()),
             // gzip prints only the ratio for standard input, and nothing when decompressing it.
-            Mode::Compress if options.verbose && is_stdin => eprintln!("{saved}"),
+            Mode::Compress if options.verbose && is_stdin => say!("{saved}"),
             Mode::Decompress if is_stdin => {}
             Mode::Compress | Mode::Decompress if options.verbose => {
                 let (verb, target) = match target {
@@ -118,9 +118,9 @@ impl Job<'_> {
                     None => ("replaced with", "stdout".to_owned()),
                 };
                 if self.line == Line::Ended {
-                    eprintln!("{saved} -- {verb} {target}");
+                    say!("{saved} -- {verb} {target}");
                 } else {
-                    eprintln!("{}:\t{saved} -- {verb} {target}", path.display());
+                    say!("{}:\t{saved} -- {verb} {target}", path.display());
                 }
             }
             _ => {}

@@ -35,10 +35,31 @@ impl Job<'_> {
         !refused
     }
 
+    /// Skips a file to decompress, test or list whose name has no compressed suffix. As
+    /// gzip's `make_ofname`: said, with a warning's status, when verbose, or when neither
+    /// recursive nor quiet; otherwise skipped in silence with no status (`gzip -dq *` and
+    /// `gzip -dr` over mixed files succeed; until 2026-11-28 both exited 2).
+    fn unknown_suffix(&mut self, path: &Path) -> Option<Sink> {
+        let options = self.options;
+        if options.verbose || (!options.recursive && !options.quiet) {
+            self.warn(format_args!(
+                "{}: unknown suffix -- ignored",
+                path.display()
+            ));
+        }
+        None
+    }
+
     /// Decides where `path`'s output goes, or reports why it is skipped.
     pub(super) fn sink_for(&mut self, path: &Path, input: &File, meta: &Metadata) -> Option<Sink> {
         let options = self.options;
+        let unsuffixed = names::compressed_suffix(path, &options.suffix).is_none();
         match (options.mode, &options.output) {
+            // gzip tries -t and -l on any file named, but under -r as -d: files without a
+            // compressed suffix are skipped (until 2026-11-28 they were read, and failed).
+            (Mode::Test | Mode::List, _) if options.recursive && unsuffixed => {
+                return self.unknown_suffix(path)
+            }
             (Mode::Test | Mode::List, _) => return Some(Sink::Discard),
             (_, Some(target)) => return self.output_target(target, Some(meta)),
             _ if options.to_stdout => return Some(Sink::Stdout),
@@ -50,7 +71,7 @@ impl Job<'_> {
                     // As gzip: no warning status (`gzip -r` over a tree that holds .gz files
                     // succeeds), and said under -r only with -v.
                     if !options.quiet && (!options.recursive || options.verbose) {
-                        eprintln!(
+                        say!(
                             "{}: {} already has {suffix} suffix -- unchanged",
                             options.program,
                             path.display()
@@ -72,11 +93,7 @@ impl Job<'_> {
             }
         } else {
             let Some(target) = names::decompressed(path, &options.suffix) else {
-                self.warn(format_args!(
-                    "{}: unknown suffix -- ignored",
-                    path.display()
-                ));
-                return None;
+                return self.unknown_suffix(path);
             };
             // -N: the name stored in the header, in the input's directory, as gzip -dN.
             let stored = options.restore_time.then(|| stored_name(input)).flatten();

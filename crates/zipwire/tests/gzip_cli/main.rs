@@ -13,6 +13,7 @@ mod losses;
 mod memory;
 mod races;
 mod sandbox;
+mod streams;
 
 use sandbox::{gunzip_with, text, Sandbox, BIN};
 
