@@ -55,7 +55,8 @@ impl Header {
     }
 
     /// Serialises the header. Name and comment are cut at their first NUL, which RFC 1952
-    /// forbids inside them.
+    /// forbids inside them, and an extra field at 65,535 bytes, the most its 16-bit length
+    /// can say.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut flg = 0;
         if self.is_text {

@@ -15,7 +15,8 @@
 //!   the history at every call would cost a small call far more than its own parse;
 //! - up to 7 bits of output not yet on a byte boundary, and the counters.
 //!
-//! That is at most 96 KB (levels 1-2) or 128 KB (level 3), against zlib's 256-268 KB at
+//! That is at most 96 KB (levels 1-2) or 128 KB (level 3) of buffers, plus the encoder value
+//! itself (about 100 bytes), against zlib's 256-268 KB at
 //! `windowBits` 15, `memLevel` 8; [`WindowedEncoder::memory`] says exactly. The token buffer
 //! and Huffman tables hold nothing between calls: they live once per thread (a
 //! `thread_local`), as in [`crate::Scratch`], which is why the calls take no scratch argument:

@@ -165,7 +165,10 @@ fn respond(
         *response.status_mut() = status;
         return response;
     }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
+    // `/cache` takes DELETE alone: a GET there is the wrong method, not a missing page.
+    let wrong_method = request.uri().path() == "/cache"
+        || (request.method() != Method::GET && request.method() != Method::HEAD);
+    if wrong_method {
         let mut response = page("text/plain", "405 Method Not Allowed\n".to_owned());
         *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
         // RFC 9110 §15.5.6: a 405 says which methods the resource takes.

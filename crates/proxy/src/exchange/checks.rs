@@ -79,6 +79,26 @@ pub(super) fn asterisk_form(request: &RequestParts) -> Result<(), ProxyError> {
     Ok(())
 }
 
+/// RFC 9113 §8.2.1: an HTTP/2 field value that begins or ends with a space or a tab makes
+/// the request malformed. HTTP/1.1 parsers strip that whitespace, so passed on it would be
+/// read otherwise by the upstream than by the proxy (until 2026-11-28 it went on as it came).
+pub(super) fn http2_field_values(request: &RequestParts) -> Result<(), ProxyError> {
+    if request.version != http::Version::HTTP_2 {
+        return Ok(());
+    }
+    let padded = |value: &http::HeaderValue| {
+        let bytes = value.as_bytes();
+        let blank = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+        blank(bytes.first()) || blank(bytes.last())
+    };
+    if request.headers.values().any(padded) {
+        return Err(ProxyError::BadRequest {
+            reason: "HTTP/2 field value with leading or trailing whitespace",
+        });
+    }
+    Ok(())
+}
+
 /// 501 for a request whose transfer coding is anything but `chunked` alone (RFC 9112 §6.1; as
 /// nginx), see [`forward::is_chunked_or_none`].
 pub(super) fn transfer_coding(request: &RequestParts) -> Result<(), ProxyError> {

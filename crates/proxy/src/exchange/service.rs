@@ -356,6 +356,7 @@ impl Proxy {
         checks::host(request)?;
         checks::asterisk_form(request)?;
         checks::transfer_coding(request)?;
+        checks::http2_field_values(request)?;
         let mut facts = RequestFacts::from_parts(&request.method, &request.headers);
         facts.close_delimited = request.version < Version::HTTP_11;
         Ok(facts)
@@ -510,6 +511,11 @@ impl Proxy {
         headers::apply(&decision, &mut response.headers, version);
         if response.status == StatusCode::NOT_MODIFIED {
             headers::trim_not_modified(&mut response.headers);
+        }
+        if response.status == StatusCode::NO_CONTENT || response.status.is_informational() {
+            // RFC 9110 §8.6: never on a 1xx or 204. hyper leaves it out of a 204 to GET, but
+            // kept the upstream's on a 204 to HEAD (until 2026-11-28).
+            response.headers.remove(CONTENT_LENGTH);
         }
         debug!(?decision, "response filter");
         let event_stream = facts

@@ -254,6 +254,36 @@ async fn a_request_length_goes_upstream_as_read_and_never_past_2_63() {
 }
 
 #[tokio::test]
+async fn a_204_never_carries_a_content_length() {
+    // RFC 9110 §8.6. hyper dropped the upstream's from a 204 to GET but not to HEAD.
+    let origin = RawOrigin::start(|mut conn| async move {
+        while conn.read_head().await.is_some() {
+            let reply = b"HTTP/1.1 204 No Content\r\nContent-Length: 89\r\n\r\n";
+            if conn.stream.write_all(reply).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
+    for method in ["GET", "HEAD"] {
+        let mut client = RawClient::connect(proxy.addr).await;
+        let request = format!("{method} /none HTTP/1.1\r\nHost: x\r\n\r\n");
+        client.send(request.as_bytes()).await;
+        let response = client.response(true).await;
+        assert_eq!(response.status(), 204, "{}", response.head);
+        assert!(
+            !response
+                .head
+                .to_ascii_lowercase()
+                .contains("content-length"),
+            "{method}: {}",
+            response.head
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_absolute_target_names_the_host() {
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;

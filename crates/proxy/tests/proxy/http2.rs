@@ -76,6 +76,21 @@ pub async fn h2_get(
 }
 
 #[tokio::test]
+async fn a_field_value_with_leading_or_trailing_whitespace_is_malformed() {
+    // RFC 9113 §8.2.1; an HTTP/1.1 upstream would strip what the proxy kept.
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let (send, _driver) = h2_connect(proxy.addr).await;
+    for value in ["\tb", "b ", " b\t"] {
+        let (head, _) = h2_get(&send, proxy.addr, "/small.txt", &[("x-a", value)]).await;
+        assert_eq!(head.status, 400, "{value:?}");
+    }
+    assert_eq!(origin.hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let (head, _) = h2_get(&send, proxy.addr, "/small.txt", &[("x-a", "b \t b")]).await;
+    assert_eq!(head.status, 200);
+}
+
+#[tokio::test]
 async fn h2c_by_prior_knowledge_is_compressed_and_decodes_to_the_origin_bytes() {
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;
