@@ -69,11 +69,16 @@ impl Policy {
             self.floor_rate = rate;
             return None;
         }
-        // The link limited us below a pace remembered from an earlier connection: the path
-        // is not what it was.
+        // The link limited us below a pace remembered from an earlier connection, or below
+        // one it carried earlier in this one: the path is not what it was. Until 2026-11-28
+        // the pace this connection had carried stayed: after a fast phase a link now slow
+        // kept looking fast, every full block went raw, and none was compressed again.
         if rate < self.recalled {
             self.recalled = 0.0;
             self.recalled_limit = false;
+        }
+        if rate < self.floor_rate {
+            self.floor_rate = 0.0;
         }
         // Acknowledgements come in bursts: smooth over evaluations.
         self.link_rate = if self.link_rate > 0.0 {

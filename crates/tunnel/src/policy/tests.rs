@@ -302,6 +302,26 @@ fn before_the_link_has_shown_a_pace_frames_waiting_for_it_climb_the_ladder() {
 }
 
 #[test]
+fn a_link_that_slows_down_after_a_fast_phase_gets_compression_back() {
+    // 2 GB/s carried without a backlog, then 10 Mbit/s that limits us: the pace carried in
+    // the fast phase must not outlive it (it did until 2026-11-28, and every block after the
+    // fast phase went raw at the slow link's rate).
+    let mut policy = Policy::new(Choice::Auto, true);
+    let mut link = Sim::new(2e9, 0);
+    let blocks = EVAL_BLOCKS * 4;
+    assert!(link.run(&mut policy, blocks, 500, 4.0) > 0);
+    link.rate = 1.25e6;
+    link.notsent = 64 * 1024;
+    link.run(&mut policy, EVAL_BLOCKS * 3, 500, 4.0);
+    assert!(
+        matches!(policy.measured_pace(), Some(Pace::Limited(rate)) if rate < 2e6),
+        "{:?}",
+        policy.measured_pace()
+    );
+    assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
+}
+
+#[test]
 fn a_link_far_faster_than_the_compressor_gets_only_raw_blocks() {
     // 2 GB/s; the fastest rung compresses about 400 MB/s (260 MB/s measured at zstd-3).
     let mut policy = Policy::new(Choice::Auto, true);
