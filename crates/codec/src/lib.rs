@@ -9,8 +9,9 @@
 //!   the streams it serves. Every [`Encoder::encode`] call ends on a byte boundary with non-final
 //!   blocks (sync-flush semantics); [`Encoder::finish`] writes the final block and the trailer.
 //! - [`WindowedEncoder`] (levels 1-3, raw deflate) keeps up to 32 KB of history per stream
-//!   (at most 128 KB of buffers in all, plus the encoder's own few dozen bytes) so that matches reach into earlier calls, with zlib's flush modes
-//!   ([`BlockEnd`]): for callers that flush after every small message, as zlib's API allows.
+//!   (at most 128 KB of buffers in all, plus about 100 bytes of the encoder's own) so that
+//!   matches reach into earlier calls, with zlib's flush modes ([`BlockEnd`]): for callers
+//!   that flush after every small message, as zlib's API allows.
 //! - [`StatefulEncoder`] (levels 4-9) keeps a 32 KB window across calls for better ratio; it is
 //!   flate2 with the zlib-rs backend, which no hand-written code here tries to beat.
 //! - [`Decoder`] decodes gzip (multi-member), zlib and raw deflate through zlib-rs with optional
