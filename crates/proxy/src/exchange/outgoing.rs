@@ -24,6 +24,7 @@ use crate::cache::fill::Fill;
 use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
 use crate::decide::negotiate::Coding;
+use crate::decide::rules::Bypass;
 use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
 use crate::exchange::read_timeout::UpstreamBodyError;
@@ -347,6 +348,8 @@ pub(crate) struct AccessLog {
     received: Arc<AtomicU64>,
     sent: u64,
     transform: Transform,
+    /// Why the body was not transformed, where a rule said so (`not_accepted`, `budget`, …).
+    bypass: Option<Bypass>,
     codec: Option<Arc<BodyMeter>>,
     outcome: Outcome,
     /// Compression buffer memory this response holds against the cap, released on drop.
@@ -377,6 +380,7 @@ impl AccessLog {
             received: Arc::new(AtomicU64::new(0)),
             sent: 0,
             transform: Transform::None,
+            bypass: None,
             codec: None,
             outcome: Outcome::Dropped,
             permit: None,
@@ -408,6 +412,12 @@ impl AccessLog {
     /// Sets the status sent to the client.
     pub(crate) fn set_status(&mut self, status: StatusCode) {
         self.status = Some(status);
+    }
+
+    /// Says why the body was passed as it came, if a rule did (the same reasons as the
+    /// `bypassed` counters), so that a line says why a response was not compressed.
+    pub(crate) fn set_bypass(&mut self, bypass: Option<Bypass>) {
+        self.bypass = bypass;
     }
 
     /// Says what was done to a body made whole before it went out (a cache hit).
@@ -483,6 +493,7 @@ impl Drop for AccessLog {
             bytes_out = self.sent,
             ratio,
             transform = ?self.transform,
+            bypass = self.bypass.map_or("", Bypass::as_str),
             duration = ?self.started.elapsed(),
             outcome,
             error,

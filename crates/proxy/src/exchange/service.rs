@@ -590,6 +590,7 @@ impl Proxy {
         mut log: AccessLog,
     ) -> ResponseBody {
         log.set_status(head.status);
+        log.set_bypass(decision.bypass());
         // A compressing body holds its permit itself (and gives back what a stepped-down
         // encoder frees); any other response's, the log holds until the response is done.
         let compressing = matches!(

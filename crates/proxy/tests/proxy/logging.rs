@@ -63,13 +63,14 @@ async fn each_request_gets_one_access_line() {
     )
     .await;
     fetch(&client(), "GET", &proxy.url("/logged.missing"), &[]).await;
+    fetch(&client(), "GET", &proxy.url("/logged.html"), &[]).await;
 
     let text = String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8");
     let lines: Vec<&str> = text
         .lines()
         .filter(|line| line.contains(" access ") && line.contains("path=/logged."))
         .collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
     let page = lines[0];
     for field in [
         "conn{id=",
@@ -79,6 +80,7 @@ async fn each_request_gets_one_access_line() {
         "bytes_in=50000",
         &format!("bytes_out={}", body.len()),
         "transform=Compress",
+        "bypass=\"\"",
         "outcome=\"complete\"",
     ] {
         assert!(page.contains(field), "{field} missing in {page}");
@@ -86,6 +88,8 @@ async fn each_request_gets_one_access_line() {
     assert!(page.contains("ratio="), "{page}");
     assert!(!text.contains("secret"), "the query was logged");
     assert!(lines[1].contains("status=404"), "{}", lines[1]);
+    // Why a response went out as it came: this client accepts no coding.
+    assert!(lines[2].contains("bypass=\"not_accepted\""), "{}", lines[2]);
 }
 
 #[tokio::test]

@@ -40,6 +40,7 @@ impl Proxy {
             Ok(served) => {
                 log.set_status(served.status);
                 self.count_decision(&served.decision);
+                log.set_bypass(served.decision.bypass());
                 log.set_transform(match served.decision {
                     Decision::Compress {
                         coding,
