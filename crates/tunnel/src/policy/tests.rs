@@ -103,6 +103,18 @@ impl Sim {
         }
     }
 
+    /// On this link, now limiting us at 10 Mbit/s with bytes waiting in the kernel: within
+    /// three evaluations the policy measures it limiting, and then sends no raw block.
+    fn limits_and_compression_comes_back(&mut self, policy: &mut Policy) {
+        self.run(policy, EVAL_BLOCKS * 3, 500, 4.0);
+        assert!(
+            matches!(policy.measured_pace(), Some(Pace::Limited(rate)) if rate < 2e6),
+            "{:?}",
+            policy.measured_pace()
+        );
+        assert_eq!(self.run(policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
+    }
+
     /// Runs `blocks` full blocks: each is compressed in `worked` to `ratio`, or sent raw,
     /// and the link carries it at its rate. Returns how many went raw for an idle link.
     fn run(&mut self, policy: &mut Policy, blocks: u32, worked: u64, ratio: f64) -> usize {
@@ -233,13 +245,7 @@ fn a_recalled_fast_pace_sends_raw_at_once_and_a_slow_link_overrules_it() {
     let mut policy = Policy::new(Choice::Auto, true);
     policy.recall_pace(Pace::AtLeast(2e9));
     let mut link = Sim::new(1.25e6, 64 * 1024);
-    link.run(&mut policy, EVAL_BLOCKS * 3, 500, 4.0);
-    assert!(
-        matches!(policy.measured_pace(), Some(Pace::Limited(rate)) if rate < 2e6),
-        "{:?}",
-        policy.measured_pace()
-    );
-    assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
+    link.limits_and_compression_comes_back(&mut policy);
 }
 
 #[test]
@@ -312,13 +318,7 @@ fn a_link_that_slows_down_after_a_fast_phase_gets_compression_back() {
     assert!(link.run(&mut policy, blocks, 500, 4.0) > 0);
     link.rate = 1.25e6;
     link.notsent = 64 * 1024;
-    link.run(&mut policy, EVAL_BLOCKS * 3, 500, 4.0);
-    assert!(
-        matches!(policy.measured_pace(), Some(Pace::Limited(rate)) if rate < 2e6),
-        "{:?}",
-        policy.measured_pace()
-    );
-    assert_eq!(link.run(&mut policy, EVAL_BLOCKS * 2, 500, 4.0), 0);
+    link.limits_and_compression_comes_back(&mut policy);
 }
 
 #[test]
