@@ -109,6 +109,13 @@ impl Permit {
         granted
     }
 
+    /// Takes `extra` more bytes whatever the cap: memory already in use (an estimate that fell
+    /// short), which has to count.
+    pub fn grow_anyway(&mut self, extra: u64) {
+        self.shared.in_use.fetch_add(extra, Ordering::AcqRel);
+        self.bytes += extra;
+    }
+
     /// Gives `bytes` back early (a buffer that shrank), at most what the permit holds.
     pub fn shrink(&mut self, bytes: u64) {
         let bytes = bytes.min(self.bytes);
@@ -193,6 +200,10 @@ mod tests {
         permit.shrink(1000);
         assert_eq!((permit.bytes(), gate.in_use()), (0, 0));
         assert!(permit.try_grow(100));
+        // Past the cap when it must, and refusing the next grow until back under.
+        permit.grow_anyway(20);
+        assert_eq!((permit.bytes(), gate.in_use()), (120, 120));
+        assert!(gate.try_acquire(1).is_none());
         drop(permit);
         assert_eq!(gate.in_use(), 0);
     }

@@ -11,16 +11,30 @@
 //! is what keeps a tunnel carrying attacker-chosen and secret bytes together out of reach of
 //! CRIME-style length oracles across connections.
 
+mod zstd;
+
 use std::fmt;
 use std::io;
 
 use zipwire_codec::{Decoder, Encoder, Format, Level, Scratch, StatefulEncoder};
-use zstd::stream::raw::{CParameter, DParameter, InBuffer, Operation, OutBuffer};
 
+use self::zstd::{ZstdDecoder, ZstdEncoder};
 use crate::frame::{Codec, DataHeader, Method, DATA_HEADER_LEN, MAX_PAYLOAD};
+use ::zstd::stream::raw::InBuffer;
 
 /// Largest zstd window (log2) a receiver accepts: 16 MB, whatever the sender asks for.
 const ZSTD_MAX_WINDOW_LOG: u32 = 24;
+
+/// Bytes of the stateless encoder's scratch once level 3 has used it (about 420 KB; see
+/// [`Scratch::memory_size`]), rounded up.
+const SCRATCH_BYTES: u64 = 450_000;
+
+/// Bytes of a windowed deflate stream (zlib-rs at windowBits 15, memLevel 8): 380,200 as the
+/// proxy's `codings_memory` test counts them with a counting allocator, rounded up.
+const WINDOW_BYTES: u64 = 400_000;
+
+/// Bytes of a deflate decoder (zlib-rs's inflate state and its 32 KB window), rounded up.
+const INFLATE_BYTES: u64 = 48_000;
 
 /// The compressors of one direction.
 #[derive(Default)]
@@ -31,15 +45,48 @@ pub struct BlockEncoder {
     zstd: Option<ZstdEncoder>,
 }
 
-struct ZstdEncoder {
-    stream: zstd::stream::raw::Encoder<'static>,
-    level: u8,
-}
-
 impl BlockEncoder {
     /// An encoder that has allocated nothing yet.
     pub fn new() -> BlockEncoder {
         BlockEncoder::default()
+    }
+
+    /// Bytes of compressor state this direction holds now.
+    pub fn memory_size(&self) -> u64 {
+        let scratch = self.scratch.as_ref().map_or(0, |s| s.memory_size() as u64);
+        let window = if self.window.is_some() {
+            WINDOW_BYTES
+        } else {
+            0
+        };
+        scratch + window + self.zstd.as_ref().map_or(0, ZstdEncoder::memory_size)
+    }
+
+    /// Bytes of compressor state this direction will hold after a frame of `method`, at
+    /// most: a zstd stream whose level changes starts over in a new context, so only the new
+    /// level's tables count.
+    pub fn memory_with(&self, method: Method) -> u64 {
+        let scratch = match (&self.scratch, method.codec) {
+            (None, Codec::Deflate) => SCRATCH_BYTES,
+            (Some(_), Codec::Deflate) => SCRATCH_BYTES.max(self.scratch_bytes()),
+            _ => self.scratch_bytes(),
+        };
+        let window = if self.window.is_some() || method.codec == Codec::DeflateWindow {
+            WINDOW_BYTES
+        } else {
+            0
+        };
+        let zstd = match (&self.zstd, method.codec) {
+            (Some(z), Codec::Zstd) if z.level() == method.level => z.memory_size(),
+            (_, Codec::Zstd) => zstd::encoder_bytes(method.level),
+            (Some(z), _) => z.memory_size(),
+            (None, _) => 0,
+        };
+        scratch + window + zstd
+    }
+
+    fn scratch_bytes(&self) -> u64 {
+        self.scratch.as_ref().map_or(0, |s| s.memory_size() as u64)
     }
 
     /// Appends one data frame for `block` (1 to [`crate::frame::MAX_BLOCK`] bytes) to `out`,
@@ -110,45 +157,19 @@ impl BlockEncoder {
         Ok(used)
     }
 
-    /// Compresses `block` into the direction's zstd stream and flushes it, ending the current
-    /// zstd frame first when the level changes (the level is fixed within a frame).
+    /// Compresses `block` into the direction's zstd stream and flushes it. A change of level
+    /// ends the current zstd frame and starts the next in a new context (the level is fixed
+    /// within a frame, and a new frame starts from an empty window either way), so that
+    /// stepping down also gives back the higher level's tables.
     fn zstd_encode(&mut self, level: u8, block: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-        if let Some(z) = &mut self.zstd {
-            if z.level != level {
-                loop {
-                    out.reserve(64);
-                    let mut buf = OutBuffer::around_pos(out, out.len());
-                    if z.stream.finish(&mut buf, true)? == 0 {
-                        break;
-                    }
-                }
-                z.stream.reinit()?;
-                z.stream
-                    .set_parameter(CParameter::CompressionLevel(i32::from(level)))?;
-                z.level = level;
-            }
+        if let Some(mut z) = self.zstd.take_if(|z| z.level() != level) {
+            z.finish(out)?;
         }
         let z = match &mut self.zstd {
             Some(z) => z,
-            None => self.zstd.insert(ZstdEncoder {
-                stream: zstd::stream::raw::Encoder::new(i32::from(level))?,
-                level,
-            }),
+            None => self.zstd.insert(ZstdEncoder::new(level)?),
         };
-        let mut input = InBuffer::around(block);
-        while input.pos < block.len() {
-            out.reserve(block.len() / 2 + 1024);
-            let mut buf = OutBuffer::around_pos(out, out.len());
-            z.stream.run(&mut input, &mut buf)?;
-        }
-        loop {
-            out.reserve(16 * 1024);
-            let mut buf = OutBuffer::around_pos(out, out.len());
-            if z.stream.flush(&mut buf)? == 0 {
-                break;
-            }
-        }
-        Ok(())
+        z.encode(block, out)
     }
 }
 
@@ -192,13 +213,23 @@ impl std::error::Error for BlockError {}
 pub struct BlockDecoder {
     stateless: Option<Decoder>,
     window: Option<Decoder>,
-    zstd: Option<zstd::stream::raw::Decoder<'static>>,
+    zstd: Option<ZstdDecoder>,
 }
 
 impl BlockDecoder {
     /// A decoder that has allocated nothing yet.
     pub fn new() -> BlockDecoder {
         BlockDecoder::default()
+    }
+
+    /// Bytes of decompressor state this direction holds now: a zstd window grows to what
+    /// the sender's level uses (8 MB at level 19, never past 2^24 bytes).
+    pub fn memory_size(&self) -> u64 {
+        let inflate = [&self.stateless, &self.window]
+            .iter()
+            .filter(|d| d.is_some())
+            .count() as u64;
+        inflate * INFLATE_BYTES + self.zstd.as_ref().map_or(0, ZstdDecoder::memory_size)
     }
 
     /// Decodes the payload of a data frame with `header`, appending exactly
@@ -235,13 +266,9 @@ impl BlockDecoder {
             Codec::Zstd => {
                 let decoder = match &mut self.zstd {
                     Some(d) => d,
-                    None => {
-                        let mut d =
-                            zstd::stream::raw::Decoder::new().map_err(|e| corrupt(method, e))?;
-                        d.set_parameter(DParameter::WindowLogMax(ZSTD_MAX_WINDOW_LOG))
-                            .map_err(|e| corrupt(method, e))?;
-                        self.zstd.insert(d)
-                    }
+                    None => self.zstd.insert(
+                        ZstdDecoder::new(ZSTD_MAX_WINDOW_LOG).map_err(|e| corrupt(method, e))?,
+                    ),
                 };
                 unzstd(decoder, method, payload, expected, out)?
             }
@@ -304,7 +331,7 @@ fn inflate(
 /// Decompresses all of `payload` from the direction's zstd stream, with room for one byte
 /// more than `expected`.
 fn unzstd(
-    decoder: &mut zstd::stream::raw::Decoder<'static>,
+    decoder: &mut ZstdDecoder,
     method: Method,
     payload: &[u8],
     expected: usize,
@@ -315,14 +342,12 @@ fn unzstd(
     out.reserve(expected + 1);
     let mut input = InBuffer::around(payload);
     loop {
-        let before = (input.pos, out.len());
         // The output may grow into the spare capacity only, which bounds what one frame can
         // make the receiver write, whatever the payload claims.
-        let mut buf = OutBuffer::around_pos(out, out.len());
-        decoder
-            .run(&mut input, &mut buf)
+        let moved = decoder
+            .run(&mut input, out)
             .map_err(|e| corrupt(method, e))?;
-        if out.len() >= limit || (input.pos, out.len()) == before {
+        if out.len() >= limit || !moved {
             break;
         }
     }

@@ -20,6 +20,8 @@
 //!   [`pace_memory`] hands the pace one connection measured to the next.
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.
+//! - [`memory`]: the cap on compressor state (`--max-memory`), each compressing
+//!   connection's fair share of it, and the decompressors counted in.
 //! - [`relay`]: the loops of one forwarded connection; [`stats`]: counters and the report;
 //!   [`drain`]: a shutdown that finishes or aborts the live connections, never faking an end.
 //!
@@ -59,6 +61,7 @@ pub mod frame;
 pub mod handshake;
 pub mod keepalive;
 pub mod keygen;
+pub mod memory;
 pub mod pace_memory;
 pub mod policy;
 pub mod relay;

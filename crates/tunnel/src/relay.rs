@@ -33,6 +33,7 @@ use crate::cpu_time::Work;
 use crate::frame::{self, FrameError, Method, DATA_HEADER_LEN};
 use crate::handshake::ACCEPT_ZSTD;
 use crate::keepalive::{self, Heard};
+use crate::memory::Hold;
 use crate::policy::{Decision, Link, Policy, RawReason, Sent, Signals};
 use crate::shared::choice_for;
 pub use crate::shared::Shared;
@@ -354,6 +355,7 @@ async fn send_loop(
     (shared, path): (Arc<Shared>, Option<IpAddr>),
 ) -> Result<(), RelayError> {
     let mut encoder = Some(Box::new(BlockEncoder::new()));
+    let mut memory = shared.memory.hold();
     let mut block = vec![0u8; shared.block_size];
     let began = Instant::now();
     loop {
@@ -381,7 +383,14 @@ async fn send_loop(
             cpu_throttled: shared.budget.is_some() && shared.throttled(),
             link: probe.as_ref().and_then(|p| link_state(p, began)),
         };
-        let decision = policy.decide(&block, signals);
+        let decision = match policy.decide(&block, signals) {
+            Decision::Compress(method) => {
+                let enc = encoder.get_or_insert_with(Box::default);
+                fit_memory(enc, method, &mut policy, &mut memory)
+                    .map_or(Decision::Raw(RawReason::MemoryCap), Decision::Compress)
+            }
+            raw => raw,
+        };
         let mut measured = None;
         let mut frame = Vec::with_capacity(n + DATA_HEADER_LEN);
         let (method, reason, time) = match decision {
@@ -396,6 +405,7 @@ async fn send_loop(
             Decision::Compress(method) => {
                 let enc = encoder.take().unwrap_or_default();
                 let (enc, returned, result, time) = compress(enc, method, block, frame).await;
+                memory.settle(enc.memory_size());
                 encoder = Some(enc);
                 (block, frame) = returned;
                 let used = result.map_err(RelayError::LocalRead)?;
@@ -432,6 +442,22 @@ async fn send_loop(
             }
         }
     }
+}
+
+/// The method to compress with that the memory cap has room for: `method`, or for the
+/// automatic policy the first rung below it that fits ([`Policy::memory_short`]); `None` when
+/// none does, and the block goes raw.
+fn fit_memory(
+    encoder: &BlockEncoder,
+    method: Method,
+    policy: &mut Policy,
+    memory: &mut Hold,
+) -> Option<Method> {
+    let mut method = method;
+    while !memory.admit(encoder.memory_with(method)) {
+        method = policy.memory_short()?;
+    }
+    Some(method)
 }
 
 /// The kernel's view of the link, in the policy's terms.

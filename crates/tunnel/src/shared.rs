@@ -14,6 +14,7 @@ use crate::drain::Drain;
 use crate::frame::{self, Codec, Method};
 use crate::handshake::{ACCEPT_ALL, ACCEPT_DEFLATE, ACCEPT_ZSTD};
 use crate::keepalive::Keepalive;
+use crate::memory::MemoryCap;
 use crate::pace_memory::PaceMemory;
 use crate::policy::{Choice, Pace};
 use crate::stats::Stats;
@@ -32,6 +33,8 @@ pub struct Shared {
     pub drain: Arc<Drain>,
     /// Pings in the tunnel connection, if asked for.
     pub keepalive: Option<Keepalive>,
+    /// The `--max-memory` cap on compressor state ([`Shared::with_max_memory`]).
+    pub memory: MemoryCap,
     compress_nanos: AtomicU64,
     compress_bytes: AtomicU64,
     /// The pace memory of each path: one per peer address on a server, whose clients each
@@ -46,19 +49,30 @@ pub struct Shared {
 const MAX_PATHS: usize = 4096;
 
 impl Shared {
-    /// Shared state for an endpoint.
+    /// Shared state for an endpoint, with the default memory cap
+    /// ([`crate::memory::DEFAULT_MAX_MEMORY`]).
     pub fn new(choice: Choice, block_size: usize, budget: Option<Budget>) -> Shared {
+        let memory = MemoryCap::default();
         Shared {
             choice,
             block_size: block_size.clamp(16 * 1024, frame::MAX_BLOCK),
-            stats: Arc::new(Stats::default()),
+            stats: Arc::new(Stats::new(memory.clone())),
             budget: budget.map(Mutex::new),
             drain: Arc::new(Drain::default()),
             keepalive: None,
+            memory,
             compress_nanos: AtomicU64::new(0),
             compress_bytes: AtomicU64::new(0),
             paces: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same with a memory cap of `max` bytes (`None`: counted, never refused), for the
+    /// counters too. Before the endpoint starts: a fresh set of counters replaces the old.
+    pub fn with_max_memory(mut self, max: Option<u64>) -> Shared {
+        self.memory = MemoryCap::new(max);
+        self.stats = Arc::new(Stats::new(self.memory.clone()));
+        self
     }
 
     /// What this end accepts to receive (see [`crate::handshake`]): nothing but raw frames

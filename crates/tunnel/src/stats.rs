@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::frame::Method;
+use crate::memory::MemoryCap;
 use crate::policy::{Pace, RawReason};
 
 /// Counters for one method.
@@ -54,15 +55,29 @@ impl DirectionCounts {
     }
 }
 
-/// The counters of both directions of an endpoint.
+/// The counters of both directions of an endpoint, and its memory cap's state.
 #[derive(Debug, Default)]
 pub struct Stats {
     outgoing: Mutex<DirectionCounts>,
     incoming: Mutex<DirectionCounts>,
     link: Mutex<Option<Pace>>,
+    memory: MemoryCap,
 }
 
 impl Stats {
+    /// Counters that report on `memory` too.
+    pub fn new(memory: MemoryCap) -> Stats {
+        Stats {
+            memory,
+            ..Stats::default()
+        }
+    }
+
+    /// The memory cap these counters report on.
+    pub fn memory(&self) -> &MemoryCap {
+        &self.memory
+    }
+
     /// Counts a frame sent.
     pub fn sent(
         &self,
@@ -95,13 +110,24 @@ impl Stats {
         *self.link.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The counters as one JSON object: `uptime_seconds`, then `outgoing` and `incoming`, each
+    /// The counters as one JSON object: `uptime_seconds`, `memory` (`in_use` and `max` bytes,
+    /// `max` `null` without a cap, and `compressing` directions), then `outgoing` and `incoming`, each
     /// with `raw` and `wire` bytes, `methods` (per method name: `blocks`, `raw`, `wire`,
     /// `seconds`) and `raw_reasons` (every reason, 0 included); `outgoing` also has
     /// `link_rate_bytes_per_s` (`null` until measured) and `link_limited` (whether the link,
     /// not the sender, set that pace).
     pub fn to_json(&self, uptime: Duration) -> String {
         let mut out = format!("{{\"uptime_seconds\":{:.3}", uptime.as_secs_f64());
+        let max = self
+            .memory
+            .max()
+            .map_or("null".to_owned(), |max| max.to_string());
+        let _ = write!(
+            out,
+            ",\"memory\":{{\"in_use\":{},\"max\":{max},\"compressing\":{}}}",
+            self.memory.in_use(),
+            self.memory.compressing()
+        );
         for (name, d) in [("outgoing", self.outgoing()), ("incoming", self.incoming())] {
             let _ = write!(
                 out,
@@ -198,6 +224,16 @@ impl Stats {
                 out.push('\n');
             }
         }
+        let max = self
+            .memory
+            .max()
+            .map_or("no cap".to_owned(), |max| format!("cap {max}"));
+        let _ = writeln!(
+            out,
+            "memory: {} bytes held ({max}), {} directions compressing",
+            self.memory.in_use(),
+            self.memory.compressing()
+        );
         out
     }
 }
@@ -237,6 +273,10 @@ mod tests {
             "{report}"
         );
         assert!(report.contains("compress incoming: raw data 0, compressed 0, factor 0.00"));
+        assert!(
+            report.ends_with("memory: 0 bytes held (cap 268435456), 0 directions compressing\n"),
+            "{report}"
+        );
         assert_eq!(stats.outgoing().highest(), Some(zstd));
     }
 
@@ -250,7 +290,7 @@ mod tests {
         let json = stats.to_json(Duration::from_millis(1500));
         assert!(
             json.starts_with(
-                "{\"uptime_seconds\":1.500,\"outgoing\":{\"raw\":1010,\"wire\":271,\"methods\":{"
+                "{\"uptime_seconds\":1.500,\"memory\":{\"in_use\":0,\"max\":268435456,\"compressing\":0},\"outgoing\":{\"raw\":1010,\"wire\":271,\"methods\":{"
             ),
             "{json}"
         );
@@ -261,14 +301,14 @@ mod tests {
             "{json}"
         );
         assert!(
-            json.contains("\"tiny\":1}") && json.contains("\"link-idle\":0"),
+            json.contains("\"tiny\":1,") && json.contains("\"link-idle\":0"),
             "{json}"
         );
         assert!(
             json.contains("\"link_rate_bytes_per_s\":null,\"link_limited\":false}"),
             "{json}"
         );
-        assert!(json.ends_with("\"incoming\":{\"raw\":7,\"wire\":18,\"methods\":{\"raw\":{\"blocks\":1,\"raw\":7,\"wire\":18,\"seconds\":0.000000}},\"raw_reasons\":{\"off\":0,\"magic\":0,\"entropy\":0,\"no-gain\":0,\"backoff\":0,\"link-idle\":0,\"cpu-cap\":0,\"tiny\":0}}}"), "{json}");
+        assert!(json.ends_with("\"incoming\":{\"raw\":7,\"wire\":18,\"methods\":{\"raw\":{\"blocks\":1,\"raw\":7,\"wire\":18,\"seconds\":0.000000}},\"raw_reasons\":{\"off\":0,\"magic\":0,\"entropy\":0,\"no-gain\":0,\"backoff\":0,\"link-idle\":0,\"cpu-cap\":0,\"tiny\":0,\"mem-cap\":0}}}"), "{json}");
         stats.link_measured(Pace::Limited(1.25e6));
         let json = stats.to_json(Duration::ZERO);
         assert!(

@@ -1,6 +1,6 @@
 //! The tunnel's operational features end to end on loopback: the entropy skip, the CPU
-//! budget, codec negotiation with a peer that lacks zstd, TLS 1.3 only, and one compression
-//! window per forwarded connection.
+//! budget, the memory cap, codec negotiation with a peer that lacks zstd, TLS 1.3 only, and
+//! one compression window per forwarded connection.
 
 mod support;
 
@@ -343,4 +343,49 @@ async fn no_two_forwarded_connections_share_a_compression_window() {
         "the second connection sent {other} bytes where the first sent {fresh}: it saw the \
          first one's window"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_cap_keeps_a_second_zstd_19_stream_raw_and_is_given_back() {
+    let keys = keys();
+    let target = echo_target().await;
+    let (server, _) = start_server(&keys, target, shared(Choice::Auto)).await;
+    // zstd-19 holds 94 MB of tables: a 150 MB cap has room for one such stream, and the
+    // second's share (75 MB) is too small for it.
+    let zstd19 = Choice::Fixed(Method::new(Codec::Zstd, 19).unwrap());
+    let cap = 150 << 20;
+    let (client, stats) =
+        start_client(&keys, server, shared(zstd19).with_max_memory(Some(cap))).await;
+    let data = text(1 << 20);
+    let mut first = TcpStream::connect(client).await.unwrap();
+    round_trip(&mut first, &data).await;
+    let memory = stats.memory().clone();
+    let held = memory.in_use();
+    assert!(
+        (90_000_000..=cap).contains(&held) && memory.compressing() == 1,
+        "{memory:?}"
+    );
+    let mut second = TcpStream::connect(client).await.unwrap();
+    round_trip(&mut second, &data).await;
+    let zstd19 = Method::new(Codec::Zstd, 19).unwrap();
+    let out = stats.outgoing();
+    let capped = raw_reason(&stats, RawReason::MemoryCap);
+    assert!(
+        capped >= 8 && out.methods.get(&zstd19).map_or(0, |c| c.blocks) >= 8,
+        "the first stream compressed, the second went raw:\n{}",
+        stats.report()
+    );
+    assert!(memory.in_use() <= cap, "{memory:?}");
+    // Both gone: every byte is given back.
+    drop((first, second));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while memory.in_use() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        (memory.in_use(), memory.compressing()),
+        (0, 0),
+        "{memory:?}"
+    );
+    assert!(stats.to_json(Duration::ZERO).contains("\"mem-cap\":"));
 }

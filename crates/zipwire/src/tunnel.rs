@@ -79,6 +79,13 @@ pub struct Common {
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub max_cpu: Option<f64>,
 
+    /// Bytes all forwarded connections' compressors and decompressors may hold together (0
+    /// for no limit; else at least 4MiB). A compressing connection takes at most an equal
+    /// share, never less than 4MiB: past it, auto compresses at a lower level and a fixed
+    /// level sends raw (zstd's level 19 holds 94 MB, level 3 3.7 MB).
+    #[arg(long, value_name = "BYTES", default_value = "256MiB", value_parser = parse_max_memory)]
+    pub max_memory: u64,
+
     /// Bytes per block, 16k to 256k.
     #[arg(long, value_name = "BYTES", default_value = "128k", value_parser = parse_block)]
     pub block_size: usize,
@@ -242,6 +249,16 @@ fn parse_block(text: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_max_memory(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Ok(0),
+        size if size >= zipwire_tunnel::memory::MIN_SHARE => Ok(size),
+        _ => Err(format!(
+            "{text} cannot hold one compressing connection: 0 (no limit) or at least 4MiB"
+        )),
+    }
+}
+
 /// Runs a tunnel subcommand.
 pub fn run(args: &TunnelArgs, verbose: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     match &args.role {
@@ -303,7 +320,9 @@ fn prepare(common: &Common) -> anyhow::Result<(Vec<u8>, Shared)> {
             ..BudgetSpec::default()
         })
     });
-    let mut shared = Shared::new(common.level.clone(), common.block_size, budget);
+    let max_memory = (common.max_memory > 0).then_some(common.max_memory);
+    let mut shared =
+        Shared::new(common.level.clone(), common.block_size, budget).with_max_memory(max_memory);
     shared.keepalive = common
         .keepalive_interval
         .filter(|interval| !interval.is_zero())

@@ -1,5 +1,6 @@
 //! `zipwire tunnel`'s compression flags as users run them: `--level`, `--block-size`,
-//! `--max-cpu`, and the `-v` report at exit, read from the processes' own output.
+//! `--max-cpu`, `--max-memory`, and the `-v` report at exit, read from the processes' own
+//! output.
 
 mod tunnel_support;
 
@@ -133,6 +134,56 @@ fn level_and_block_size_shape_the_frames_and_v_reports_them_at_exit() {
     assert!(!log.contains("compress outgoing"), "{log}");
 }
 
+/// The count of `reason` in the raw method's line of `methods`.
+fn raw_reason(methods: &[MethodLine], reason: &str) -> u64 {
+    methods
+        .iter()
+        .find(|(m, ..)| m == "raw")
+        .and_then(|(.., rest)| rest.split(&format!("{reason} ")).nth(1))
+        .and_then(|n| n.split([',', ')']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn max_memory_too_small_for_the_level_sends_raw_and_the_report_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    // zstd's level 9 holds 15.5 MB: a 4 MiB cap has no room for it.
+    let flags = ["--level", "zstd:9", "--max-memory", "4MiB", "-v"];
+    let (_server, client, addr) = tunnel(dir.path(), &[], &flags);
+    let data = text(2 << 20);
+    assert!(exchange(&addr, &data) == data);
+    let log = client.terminate();
+    let (raw, methods) = report(&log, "outgoing");
+    assert_eq!(raw, data.len() as u64, "{log}");
+    let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+    assert!(
+        blocks >= 16 && raw_reason(&methods, "mem-cap") == blocks,
+        "every frame raw for the memory cap:\n{log}"
+    );
+    assert!(
+        log.contains("bytes held (cap 4194304)"),
+        "the report names the cap:\n{log}"
+    );
+    // Under the one-connection minimum: refused, naming the flag.
+    for bad in ["1MiB", "3m", "lots"] {
+        let out = Command::new(BIN)
+            .args([
+                "tunnel",
+                "client",
+                &format!("--max-memory={bad}"),
+                "--listen",
+                "127.0.0.1:1",
+            ])
+            .args(["--server", "127.0.0.1:2", "--token-file", "t"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("--max-memory"), "{bad}: {stderr}");
+    }
+}
+
 #[test]
 fn max_cpu_sends_traffic_raw_once_the_budget_is_spent() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,13 +194,7 @@ fn max_cpu_sends_traffic_raw_once_the_budget_is_spent() {
     let (raw, methods) = report(&log, "outgoing");
     assert_eq!(raw, data.len() as u64, "{log}");
     let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
-    let capped: u64 = methods
-        .iter()
-        .find(|(m, ..)| m == "raw")
-        .and_then(|(.., rest)| rest.split("cpu-cap ").nth(1))
-        .and_then(|n| n.split([',', ')']).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let capped = raw_reason(&methods, "cpu-cap");
     assert!(
         capped * 2 >= blocks,
         "{capped} of {blocks} frames raw for the CPU cap:\n{log}"

@@ -38,6 +38,10 @@
 //!   and after [`WARMUP_BLOCKS`].) A link [`FAST_LINK`] times faster than the fastest rung
 //!   gets only raw full blocks: the compressor's CPU would cost the transfer more than its
 //!   ratio adds when they share cores.
+//! - **Stay within memory.** The relay asks the endpoint's memory cap ([`crate::memory`])
+//!   for the chosen method's state before compressing; refused, it calls
+//!   [`Policy::memory_short`], which steps one rung down and keeps the ladder there for
+//!   [`MEMORY_CEILING_EVALS`] evaluations.
 //! - Small blocks (the source paused before a block filled, as interactive traffic does)
 //!   are compressed at the current level: the link is not the bottleneck then, and fewer bytes
 //!   still mean less latency on a slow link.
@@ -100,6 +104,12 @@ pub const FAST_LINK: f64 = 2.5;
 /// A rung above must promise this much more delivered payload before the ladder moves.
 const CLIMB_GAIN: f64 = 1.05;
 
+/// Evaluations after a step down for memory ([`Policy::memory_short`]) during which the
+/// ladder climbs no higher: 32 full blocks, so that a connection refused memory does not
+/// climb back at every evaluation only to be refused again (each change of zstd level
+/// starts a new frame, with an empty window).
+pub const MEMORY_CEILING_EVALS: u32 = 8;
+
 /// The policy of one direction.
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -130,6 +140,9 @@ pub struct Policy {
     recalled: f64,
     recalled_limit: bool,
     kernel: bool,
+    /// The highest rung the ladder may climb to, lowered for a while when memory was short.
+    ceiling: usize,
+    ceiling_evals: u32,
 }
 
 impl Policy {
@@ -157,7 +170,23 @@ impl Policy {
             recalled: 0.0,
             recalled_limit: false,
             kernel: false,
+            ceiling: usize::MAX,
+            ceiling_evals: 0,
         }
+    }
+
+    /// The memory cap refused the current method's state ([`crate::memory`]): one rung down,
+    /// where the ladder stays for [`MEMORY_CEILING_EVALS`] evaluations. Returns the method to
+    /// try instead, or `None` where there is none lower (a fixed level, or the ladder's
+    /// first rung): the block then goes raw.
+    pub fn memory_short(&mut self) -> Option<Method> {
+        if self.choice != Choice::Auto || self.rung == 0 {
+            return None;
+        }
+        self.ceiling = self.rung - 1;
+        self.ceiling_evals = MEMORY_CEILING_EVALS;
+        self.change_rung(self.rung - 1);
+        Some(self.ladder[self.rung])
     }
 
     /// Starts from a pace an earlier connection over the same path measured (see
@@ -339,6 +368,11 @@ impl Policy {
         } else {
             self.rung
         };
+        if self.ceiling_evals > 0 {
+            self.ceiling_evals -= 1;
+        } else {
+            self.ceiling = usize::MAX;
+        }
         self.change_rung(next);
         self.first = None;
         self.backlogged = 0;

@@ -20,9 +20,10 @@ impl Policy {
         self.predict_from(self.rung, rung)
     }
 
-    /// Moves to `rung`; the current rung's measurements predict the new one's until it
-    /// measures itself.
+    /// Moves to `rung`, or as near it as the memory ceiling allows; the current rung's
+    /// measurements predict the new one's until it measures itself.
     pub(super) fn change_rung(&mut self, rung: usize) {
+        let rung = rung.min(self.ceiling);
         if rung == self.rung {
             return;
         }

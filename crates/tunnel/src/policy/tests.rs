@@ -476,3 +476,35 @@ fn the_level_goes_up_on_a_slow_link_and_down_to_raw_on_a_fast_one() {
     let (_, second) = connection(&mut memory, &mut fast(), blocks, compressor);
     assert_eq!(second, blocks as usize - 1, "with the pace remembered");
 }
+
+#[test]
+fn short_memory_steps_down_and_holds_the_ladder_there_for_a_while() {
+    let mut policy = Policy::new(Choice::Auto, true);
+    let busy = full(false);
+    // A queue that waits long climbs well above the start.
+    run(&mut policy, EVAL_BLOCKS * 6, busy, us(900_000, 1000), 4.0);
+    let climbed = policy.ladder.iter().position(|m| *m == policy.method());
+    let climbed = climbed.expect("on the ladder");
+    assert!(climbed >= 3, "{}", policy.method());
+    // Refused: one rung down per refusal, and no lower than the first rung.
+    let lower = policy.memory_short().expect("a rung below");
+    assert_eq!(lower, policy.ladder[climbed - 1]);
+    assert_eq!(policy.method(), lower);
+    // The same busy queue does not climb back while the ceiling holds...
+    run(
+        &mut policy,
+        EVAL_BLOCKS * MEMORY_CEILING_EVALS,
+        busy,
+        us(900_000, 1000),
+        4.0,
+    );
+    assert_eq!(policy.method(), lower);
+    // ...and does once it lifts.
+    run(&mut policy, EVAL_BLOCKS * 2, busy, us(900_000, 1000), 4.0);
+    assert!(policy.method() > lower, "{}", policy.method());
+    while policy.memory_short().is_some() {}
+    assert_eq!(policy.method(), ladder(true)[0]);
+    // A fixed level has nothing lower to go to: its blocks go raw.
+    let fixed = Method::new(Codec::Zstd, 19).unwrap();
+    assert_eq!(Policy::new(Choice::Fixed(fixed), true).memory_short(), None);
+}

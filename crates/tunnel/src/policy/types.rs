@@ -33,11 +33,13 @@ pub enum RawReason {
     CpuCap,
     /// The block is too small for compression to pay ([`super::TINY_BLOCK`]).
     Tiny,
+    /// The `--max-memory` cap has no room for the method's state ([`crate::memory`]).
+    MemoryCap,
 }
 
 impl RawReason {
     /// Every reason, in report order.
-    pub const ALL: [RawReason; 8] = [
+    pub const ALL: [RawReason; 9] = [
         RawReason::Fixed,
         RawReason::Magic,
         RawReason::Entropy,
@@ -46,6 +48,7 @@ impl RawReason {
         RawReason::LinkIdle,
         RawReason::CpuCap,
         RawReason::Tiny,
+        RawReason::MemoryCap,
     ];
 
     /// A short name for reports.
@@ -59,6 +62,7 @@ impl RawReason {
             RawReason::LinkIdle => "link-idle",
             RawReason::CpuCap => "cpu-cap",
             RawReason::Tiny => "tiny",
+            RawReason::MemoryCap => "mem-cap",
         }
     }
 }

@@ -76,6 +76,7 @@ pub(super) async fn receive_loop<R: AsyncRead>(
         pos: 0,
     };
     let mut decoder = BlockDecoder::new();
+    let mut memory = shared.memory.hold();
     let mut out = Vec::new();
     let mut last_busy = Instant::now();
     let result = async {
@@ -116,6 +117,7 @@ pub(super) async fn receive_loop<R: AsyncRead>(
             decoder
                 .decode(&header, payload, &mut out)
                 .map_err(RelayError::Block)?;
+            memory.settle(decoder.memory_size());
             shared
                 .stats
                 .received(header.method, out.len(), frame_len, start.elapsed());
