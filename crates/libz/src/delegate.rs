@@ -11,7 +11,10 @@ use core::ffi::{c_char, c_int, c_long, c_uchar, c_uint, c_ulong, c_void};
 
 use libz_rs_sys::{
     gzFile, gz_headerp, in_func, out_func, z_off64_t, z_off_t, z_stream, z_streamp, Bytef,
+    Z_STREAM_ERROR,
 };
+
+use crate::state::State;
 
 /// Exports each listed function under its zlib name, calling libz-rs-sys's function of the
 /// same name and signature.
@@ -32,6 +35,67 @@ macro_rules! delegate {
     )*};
 }
 
+/// [`delegate!`] for inflate's functions on an open stream, named by `$stream`: a deflate
+/// stream of this library passed to one of them gets `$bad`, zlib's answer to a stream that
+/// is not an inflate stream. zlib-rs checks only that the state points back to its stream,
+/// which ours does too: it took our deflate state for its own, and `inflate` on it panicked
+/// across the C boundary and aborted the program (`inflateEnd` freed it as its own).
+macro_rules! delegate_inflate {
+    ($( fn $name:ident($stream:ident : $sty:ty $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty = $bad:expr; )*) => {$(
+        #[doc = concat!("zlib's `", stringify!($name), "`, served by zlib-rs.")]
+        ///
+        /// # Safety
+        ///
+        /// The caller keeps zlib's contract for this function (valid pointers and lengths).
+        #[no_mangle]
+        #[allow(unused_unsafe, non_snake_case, clippy::missing_safety_doc)]
+        pub unsafe extern "C" fn $name($stream: $sty $(, $arg: $ty)*) -> $ret {
+            // SAFETY: the caller's stream, null or valid, with a state set by a zlib.
+            if unsafe { State::of($stream as *mut z_stream) }.is_some() {
+                return $bad;
+            }
+            // SAFETY: zlib-rs implements the same C contract as zlib for this function, and
+            // the caller keeps that contract; the arguments are passed through unchanged.
+            unsafe { libz_rs_sys::$name($stream $(, $arg)*) }
+        }
+    )*};
+}
+
+delegate_inflate! {
+    fn inflateEnd(strm: *mut z_stream) -> i32 = Z_STREAM_ERROR;
+    fn inflateBack(strm: z_streamp, in_: Option<in_func>, in_desc: *mut c_void, out: Option<out_func>, out_desc: *mut c_void) -> c_int = Z_STREAM_ERROR;
+    fn inflateBackEnd(strm: z_streamp) -> c_int = Z_STREAM_ERROR;
+    fn inflateMark(strm: *const z_stream) -> c_long = -(1 << 16);
+    fn inflateSync(strm: *mut z_stream) -> i32 = Z_STREAM_ERROR;
+    fn inflateSyncPoint(strm: *mut z_stream) -> i32 = Z_STREAM_ERROR;
+    fn inflatePrime(strm: *mut z_stream, bits: i32, value: i32) -> i32 = Z_STREAM_ERROR;
+    fn inflateReset(strm: *mut z_stream) -> i32 = Z_STREAM_ERROR;
+    fn inflateReset2(strm: *mut z_stream, windowBits: c_int) -> i32 = Z_STREAM_ERROR;
+    fn inflateSetDictionary(strm: *mut z_stream, dictionary: *const u8, dictLength: c_uint) -> c_int = Z_STREAM_ERROR;
+    fn inflateGetHeader(strm: z_streamp, head: gz_headerp) -> c_int = Z_STREAM_ERROR;
+    fn inflateUndermine(strm: *mut z_stream, subvert: i32) -> c_int = Z_STREAM_ERROR;
+    fn inflateValidate(strm: *mut z_stream, check: i32) -> c_int = Z_STREAM_ERROR;
+    fn inflateResetKeep(strm: *mut z_stream) -> c_int = Z_STREAM_ERROR;
+    fn inflateCodesUsed(strm: *mut z_stream) -> c_ulong = c_ulong::MAX;
+    fn inflateGetDictionary(strm: *const z_stream, dictionary: *mut c_uchar, dictLength: *mut c_uint) -> c_int = Z_STREAM_ERROR;
+}
+
+/// zlib's `inflateCopy`, served by zlib-rs; a deflate stream of this library as the source
+/// gets `Z_STREAM_ERROR` (see `delegate_inflate!`).
+///
+/// # Safety
+///
+/// The caller keeps zlib's contract for `inflateCopy`.
+#[no_mangle]
+pub unsafe extern "C" fn inflateCopy(dest: *mut z_stream, source: *const z_stream) -> i32 {
+    // SAFETY: the caller's stream, null or valid, with a state set by a zlib.
+    if unsafe { State::of(source.cast_mut()) }.is_some() {
+        return Z_STREAM_ERROR;
+    }
+    // SAFETY: the caller's contract, passed through unchanged.
+    unsafe { libz_rs_sys::inflateCopy(dest, source) }
+}
+
 /// zlib's `inflate`, served by zlib-rs, with zlib's counters: `total_in` and `total_out` grow
 /// by what the call took and wrote, from whatever they held. zlib-rs 0.6.8 sets `total_out`
 /// from a count of its own, which `inflateSync` zeroes: past damage, a synced stream
@@ -43,9 +107,11 @@ macro_rules! delegate {
 /// The caller keeps zlib's contract for `inflate`.
 #[no_mangle]
 pub unsafe extern "C" fn inflate(strm: *mut z_stream, flush: c_int) -> c_int {
-    if strm.is_null() {
-        // SAFETY: zlib-rs answers a null stream with Z_STREAM_ERROR.
-        return unsafe { libz_rs_sys::inflate(strm, flush) };
+    // SAFETY: the caller's stream, null or valid, with a state set by a zlib. A null stream
+    // gets Z_STREAM_ERROR from `State::of`'s caller here as from zlib; so does one of this
+    // library's deflate streams (see `delegate_inflate!`).
+    if strm.is_null() || unsafe { State::of(strm) }.is_some() {
+        return Z_STREAM_ERROR;
     }
     // SAFETY: not null, and the caller's stream, valid for reads and writes.
     let (avail_in, avail_out, total_in, total_out) = unsafe {
@@ -76,26 +142,9 @@ delegate! {
     fn adler32_combine64(adler1: c_ulong, adler2: c_ulong, len2: z_off64_t) -> c_ulong;
     fn uncompress(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: c_ulong) -> c_int;
     fn uncompress2(dest: *mut u8, destLen: *mut c_ulong, source: *const u8, sourceLen: *mut c_ulong) -> c_int;
-    fn inflateEnd(strm: *mut z_stream) -> i32;
     fn inflateBackInit_(strm: z_streamp, windowBits: c_int, window: *mut c_uchar, version: *const c_char, stream_size: c_int) -> c_int;
-    fn inflateBack(strm: z_streamp, in_: Option<in_func>, in_desc: *mut c_void, out: Option<out_func>, out_desc: *mut c_void) -> c_int;
-    fn inflateBackEnd(strm: z_streamp) -> c_int;
-    fn inflateCopy(dest: *mut z_stream, source: *const z_stream) -> i32;
-    fn inflateMark(strm: *const z_stream) -> c_long;
-    fn inflateSync(strm: *mut z_stream) -> i32;
-    fn inflateSyncPoint(strm: *mut z_stream) -> i32;
     fn inflateInit_(strm: z_streamp, version: *const c_char, stream_size: c_int) -> c_int;
     fn inflateInit2_(strm: z_streamp, windowBits: c_int, version: *const c_char, stream_size: c_int) -> c_int;
-    fn inflatePrime(strm: *mut z_stream, bits: i32, value: i32) -> i32;
-    fn inflateReset(strm: *mut z_stream) -> i32;
-    fn inflateReset2(strm: *mut z_stream, windowBits: c_int) -> i32;
-    fn inflateSetDictionary(strm: *mut z_stream, dictionary: *const u8, dictLength: c_uint) -> c_int;
-    fn inflateGetHeader(strm: z_streamp, head: gz_headerp) -> c_int;
-    fn inflateUndermine(strm: *mut z_stream, subvert: i32) -> c_int;
-    fn inflateValidate(strm: *mut z_stream, check: i32) -> c_int;
-    fn inflateResetKeep(strm: *mut z_stream) -> c_int;
-    fn inflateCodesUsed(strm: *mut z_stream) -> c_ulong;
-    fn inflateGetDictionary(strm: *const z_stream, dictionary: *mut c_uchar, dictLength: *mut c_uint) -> c_int;
     fn compress(dest: *mut Bytef, destLen: *mut c_ulong, source: *const Bytef, sourceLen: c_ulong) -> c_int;
     fn compress2(dest: *mut Bytef, destLen: *mut c_ulong, source: *const Bytef, sourceLen: c_ulong, level: c_int) -> c_int;
     fn compressBound(sourceLen: c_ulong) -> c_ulong;

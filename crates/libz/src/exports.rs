@@ -333,9 +333,12 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
                 return unsafe { state.start_zlib(strm, level, strategy) };
             }
             // Mid-stream, a level zlib-rs would serve runs at zipwire's best instead:
-            // the stream stays on one engine and valid.
+            // the stream stays on one engine and valid. Level 0 means stored blocks
+            // whichever engine serves it (until 2026-11-28 it too ran at level 3, and
+            // data a program knew to be incompressible went through the matcher).
             let zipwire = match target {
                 Target::Zipwire(zw) => zw,
+                Target::Zlib if level == 0 => 0,
                 Target::Zlib => 3,
             };
             // As zlib: once the stream has begun, a change of approach (zlib's: stored,

@@ -8,8 +8,9 @@ extern "C" {
     fn zipwire_gzvprintf();
 }
 
-/// zlib's `gzprintf(gzFile, const char *format, ...)`: formats into an 8 KB buffer and
-/// writes it with `gzwrite`; 0 if the text does not fit, as zlib's default buffer.
+/// zlib's `gzprintf(gzFile, const char *format, ...)`: formats the text and writes it with
+/// `gzwrite`, whatever its length (zlib stops at its buffer's size, which `gzbuffer` sets);
+/// a negative zlib code when the write fails.
 #[no_mangle]
 #[unsafe(naked)]
 pub extern "C" fn gzprintf() {

@@ -468,6 +468,57 @@ static int inflate_counters(void) {
     return 0;
 }
 
+/* Calls a program may get wrong or rarely makes, answered as zlib answers them: inflate's
+ * functions on a deflate stream refuse it and leave it whole; deflateParams to level 0 on a
+ * running stream stores what follows; gzprintf after gzbuffer writes all of a text longer
+ * than 8 KB, and on a file open for reading is an error. */
+static int misuse_and_params(const char *dir) {
+    enum { N = 200000 };
+    static unsigned char data[N], packed[N + N / 8 + 1024], back[N];
+    fill_text(data, N);
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    CHECK(deflateInit(&s, 6) == Z_OK, "deflateInit");
+    s.next_in = data; s.avail_in = 1000; s.next_out = packed; s.avail_out = sizeof packed;
+    CHECK(deflate(&s, Z_NO_FLUSH) == Z_OK, "deflate");
+    CHECK(inflate(&s, Z_NO_FLUSH) == Z_STREAM_ERROR, "inflate on a deflate stream");
+    CHECK(inflateSync(&s) == Z_STREAM_ERROR, "inflateSync on a deflate stream");
+    CHECK(inflateReset(&s) == Z_STREAM_ERROR, "inflateReset on a deflate stream");
+    CHECK(inflateMark(&s) == -(1L << 16), "inflateMark on a deflate stream");
+    CHECK(inflateEnd(&s) == Z_STREAM_ERROR, "inflateEnd on a deflate stream");
+    int ret = deflateParams(&s, 0, Z_DEFAULT_STRATEGY);
+    CHECK(ret == Z_OK, "deflateParams to level 0 after the misuse: %d", ret);
+    unsigned long before = s.total_out;
+    s.next_in = data + 1000; s.avail_in = N - 1000;
+    CHECK(deflate(&s, Z_FINISH) == Z_STREAM_END, "finish at level 0");
+    CHECK(s.total_out - before >= N - 1000, "level 0 made %lu bytes of %d", s.total_out - before,
+          N - 1000);
+    uLongf back_len = N;
+    CHECK(uncompress(back, &back_len, packed, s.total_out) == Z_OK && back_len == N
+          && !memcmp(back, data, N), "the stream does not inflate to its input");
+    CHECK(deflateEnd(&s) == Z_OK, "deflateEnd");
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/printf.gz", dir);
+    static char text[20001];
+    fill_text((unsigned char *)text, 20000);
+    for (int i = 0; i < 20000; i++) if (text[i] == 0 || text[i] == '%') text[i] = '.';
+    gzFile g = gzopen(path, "wb");
+    CHECK(g != NULL, "gzopen %s", path);
+    CHECK(gzbuffer(g, 65536) == 0, "gzbuffer");
+    ret = gzprintf(g, "%s", text);
+    CHECK(ret == 20000, "gzprintf of 20000 bytes after gzbuffer(g, 65536): %d", ret);
+    CHECK(gzclose(g) == Z_OK, "gzclose");
+    g = gzopen(path, "rb");
+    CHECK(g != NULL, "gzopen %s to read", path);
+    int got = gzread(g, back, N);
+    ret = gzprintf(g, "more");
+    gzclose(g);
+    CHECK(got == 20000 && !memcmp(back, text, 20000), "read back %d bytes", got);
+    CHECK(ret < 0, "gzprintf on a file open for reading: %d", ret);
+    return 0;
+}
+
 static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index", dir);
@@ -477,6 +528,7 @@ static int compress_all(uint64_t seed, const char *dir, int nfiles, char **files
     rng = seed + 77;
     flush_rules();
     inflate_counters();
+    misuse_and_params(dir);
     static const int wbs[] = {15, 31, -15, 9, 25, -9, 12, 8};
     static const int levels[] = {1, 6, 2, 3, 4, 5, 9, 0, -1};
     size_t dict_len = 0;
