@@ -363,6 +363,49 @@ impl Cache {
         }
     }
 
+    /// The `Age` of `entry` now. RFC 9111 §1.2.2: an age past 2^31 seconds is sent as 2^31.
+    fn age_of(&self, entry: &Entry) -> HeaderValue {
+        HeaderValue::from(entry.age(self.settings.clock.now()).as_secs().min(1 << 31))
+    }
+
+    /// A 304 for a client whose preconditions `entry` fails, with the header fields its 200
+    /// would carry (`headers`) less the representation's own.
+    fn not_modified(&self, entry: &Entry, mut headers: HeaderMap, facts: &RequestFacts) -> Served {
+        headers.insert(AGE, self.age_of(entry));
+        // RFC 9110 §15.4.5: no representation metadata beyond the fields that guide a
+        // cache's update (ETag, Vary, Cache-Control, Expires, Date, Content-Location,
+        // Last-Modified). A `Content-Encoding: gzip` here relabelled the identity copy a
+        // downstream cache updated with it, when the weak tag matched that copy (until
+        // 2026-11-28).
+        let metadata: Vec<_> = headers
+            .keys()
+            .filter(|name| name.as_str().starts_with("content-") && **name != CONTENT_LOCATION)
+            .cloned()
+            .collect();
+        for name in metadata {
+            headers.remove(name);
+        }
+        // A client whose `If-None-Match` names strong tags alone holds a response that was
+        // not recoded: its tag stays strong, as on a 304 from the origin (see
+        // `not_modified_vary`), or its copy would lose it and `If-Range` with it (until
+        // 2026-11-28 a 304 from the cache weakened it).
+        if facts.holds_strong_tags {
+            if let Some(etag) = entry.headers.get(ETAG) {
+                headers.insert(ETAG, etag.clone());
+            }
+        }
+        Served {
+            status: StatusCode::NOT_MODIFIED,
+            headers,
+            body: Bytes::new(),
+            // Counted as the streaming path counts a 304 from the origin.
+            decision: Decision::Pass {
+                reason: Bypass::Status,
+                vary: Vary::Unchanged,
+            },
+        }
+    }
+
     /// The response to `request` made from `entry`, with the coding the rules choose for
     /// this client: a stored variant when there is one (the encoder time it saves counted),
     /// else made now and stored beside the others.
@@ -377,6 +420,18 @@ impl Cache {
         entry.hits.fetch_add(1, Ordering::Relaxed);
         let mut response = ResponseFacts::from_parts(entry.status, &entry.headers);
         let mut decision = decide(facts, &response, encoders.rules);
+        // RFC 9110 §13.2.1: the client's preconditions count only where the answer would be
+        // 2xx; a stored 404 or 301 is sent as it is (a browser must not keep showing a page
+        // the origin has since removed). They are checked before any variant is made: a 304
+        // needs the 200's header fields, not its body (until 2026-11-28 a 304 for a coding
+        // not stored yet compressed the whole body first, at the budget's expense).
+        if entry.status.is_success() {
+            let mut headers = entry.headers.clone();
+            headers::apply(&decision, &mut headers, Version::HTTP_11);
+            if revalidate::client_not_modified(&request.headers, &headers) {
+                return Ok(self.not_modified(entry, headers, facts));
+            }
+        }
         let stored = match decision {
             Decision::Compress { coding, .. } => self.stored_variant(key, entry, request, coding),
             _ => None,
@@ -464,38 +519,7 @@ impl Cache {
         if length_known {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
-        // RFC 9111 §1.2.2: an age past 2^31 seconds is sent as 2^31.
-        let age = entry.age(self.settings.clock.now()).as_secs().min(1 << 31);
-        headers.insert(AGE, HeaderValue::from(age));
-        // RFC 9110 §13.2.1: the client's preconditions count only where the answer would be
-        // 2xx; a stored 404 or 301 is sent as it is (a browser must not keep showing a page
-        // the origin has since removed).
-        if entry.status.is_success() && revalidate::client_not_modified(&request.headers, &headers)
-        {
-            // RFC 9110 §15.4.5: no representation metadata beyond the fields that guide a
-            // cache's update (ETag, Vary, Cache-Control, Expires, Date, Content-Location,
-            // Last-Modified). A `Content-Encoding: gzip` here relabelled the identity copy
-            // a downstream cache updated with it, when the weak tag matched that copy
-            // (until 2026-11-28).
-            let metadata: Vec<_> = headers
-                .keys()
-                .filter(|name| name.as_str().starts_with("content-") && **name != CONTENT_LOCATION)
-                .cloned()
-                .collect();
-            for name in metadata {
-                headers.remove(name);
-            }
-            return Ok(Served {
-                status: StatusCode::NOT_MODIFIED,
-                headers,
-                body: Bytes::new(),
-                // Counted as the streaming path counts a 304 from the origin.
-                decision: Decision::Pass {
-                    reason: Bypass::Status,
-                    vary: Vary::Unchanged,
-                },
-            });
-        }
+        headers.insert(AGE, self.age_of(entry));
         let absent = request.method == Method::HEAD
             || matches!(
                 decision,

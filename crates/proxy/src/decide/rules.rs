@@ -209,13 +209,14 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     };
 
     if !has_transformable_status(resp.status.as_u16()) {
-        return if resp.status.as_u16() == 304 {
-            Decision::Pass {
-                reason: Bypass::Status,
-                vary: not_modified_vary(req, resp, cfg),
-            }
-        } else {
-            pass(Bypass::Status)
+        let vary = match resp.status.as_u16() {
+            304 => not_modified_vary(req, resp, cfg),
+            206 => partial_vary(req, resp, cfg),
+            _ => Vary::Unchanged,
+        };
+        return Decision::Pass {
+            reason: Bypass::Status,
+            vary,
         };
     }
     if resp.content_range {
@@ -281,6 +282,26 @@ fn decide_gzip(req: &RequestFacts, payload: Payload) -> Decision {
     Decision::Pass {
         reason,
         vary: Vary::Add,
+    }
+}
+
+/// What a 206 repeats of its 200 (RFC 9110 §15.3.7: `Vary` where a 200 to the same request
+/// would carry it; until 2026-11-28 a 206 had none): `Vary` where this request's 200 would
+/// get it, as far as the 206 tells (its length is the range's, so the whole one is taken as
+/// unknown). Never a weakened `ETag`: the 206 is part of the representation its tag names.
+fn partial_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Vary {
+    let whole = ResponseFacts {
+        status: http::StatusCode::OK,
+        content_length: None,
+        content_range: false,
+        ..resp.clone()
+    };
+    match decide(req, &whole, cfg) {
+        Decision::Pass {
+            vary: Vary::Unchanged,
+            ..
+        } => Vary::Unchanged,
+        _ => Vary::Add,
     }
 }
 

@@ -114,12 +114,30 @@ const ROWS: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "206",
+        name: "206 passes with the Vary its 200 would carry, its strong ETag kept",
         status: 206,
         response: &[
             ("content-type", "text/html"),
             ("content-range", "bytes 0-999/5000"),
             ("content-length", "1000"),
+            ("etag", "\"v1\""),
+        ],
+        expected: pass_vary(Bypass::Status),
+        after: Some(&[
+            ("content-type", "text/html"),
+            ("content-range", "bytes 0-999/5000"),
+            ("content-length", "1000"),
+            ("etag", "\"v1\""),
+            ("vary", "Accept-Encoding"),
+        ]),
+        ..BASE
+    },
+    Row {
+        name: "206 of a type never compressed gets no Vary",
+        status: 206,
+        response: &[
+            ("content-type", "image/png"),
+            ("content-range", "bytes 0-999/5000"),
         ],
         expected: pass(Bypass::Status),
         after: None,

@@ -65,3 +65,44 @@ async fn a_variant_made_on_a_hit_takes_from_the_rate_budget() {
     let (parts, _) = get(&client, &proxy, &[("accept-encoding", "gzip")]).await;
     assert_eq!(parts.headers["content-encoding"], "gzip");
 }
+
+#[tokio::test]
+async fn a_304_from_the_cache_makes_no_variant_and_keeps_a_strong_tag_strong() {
+    let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
+    let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
+    let client = client();
+    let (parts, _) = get(&client, &proxy, &[]).await;
+    assert_eq!(parts.status, 200);
+    // A 304 for a coding not stored: nothing to compress (until 2026-11-28 the whole body
+    // was, to send no body at all).
+    for (coding, tag, expected) in [
+        ("zstd", "W/\"v1\"", "W/\"v1\""),
+        // Strong tags alone: the client holds the identity response, whose tag stays strong
+        // (as on the origin's 304s).
+        ("gzip", "\"v1\"", "\"v1\""),
+    ] {
+        let (parts, body) = get(
+            &client,
+            &proxy,
+            &[("accept-encoding", coding), ("if-none-match", tag)],
+        )
+        .await;
+        assert_eq!(parts.status, 304, "{coding} {tag}");
+        assert!(body.is_empty());
+        assert_eq!(parts.headers["etag"], expected, "{:?}", parts.headers);
+        assert_eq!(parts.headers["vary"], "Accept-Encoding");
+        assert!(!parts.headers.contains_key("content-encoding"));
+    }
+    assert_eq!(origin.hits(), 1);
+    let stats = &proxy.stats;
+    assert_eq!(
+        Proxy::count(&stats.compression.worked_in),
+        0,
+        "no variant made"
+    );
+    assert_eq!(Proxy::count(&stats.compressed), 0);
+    // The 200 that follows makes its variant then.
+    let (parts, _) = get(&client, &proxy, &[("accept-encoding", "zstd")]).await;
+    assert_eq!(parts.headers["content-encoding"], "zstd");
+    assert_eq!(Proxy::count(&stats.compression.worked_in), 20_000);
+}
