@@ -15,7 +15,7 @@
 
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, ACCEPT_RANGES, CONTENT_ENCODING,
-    CONTENT_LENGTH, ETAG, TRAILER, VARY,
+    CONTENT_LENGTH, ETAG, IF_RANGE, RANGE, TRAILER, VARY,
 };
 use http::Version;
 
@@ -164,6 +164,28 @@ pub fn strip_accept_encoding(request_headers: &mut HeaderMap) {
     request_headers.remove(ACCEPT_ENCODING);
 }
 
+/// Removes `Range` and `If-Range` from a request whose `If-Range` holds a date rather than
+/// an entity tag; the caller does so where this client's 200 may be recoded. Such a client
+/// resumes a body it got whole, and the origin's 206 holds identity bytes: if that body was
+/// recoded, the date still matched (a recoded 200 keeps `Last-Modified`, as nginx's does),
+/// and the client joined gzip bytes to identity ones. An entity tag needs no care: every
+/// recoded 200's is weak, which `If-Range` never matches (RFC 9110 §13.1.5), so the origin
+/// sends the whole body. Without the range the origin does too, and the client's download
+/// starts over instead of ending corrupt (Varnish, which ranges over what it sends, does
+/// not have the problem; nginx does). Returns whether it removed them.
+pub fn drop_range_validated_by_date(request_headers: &mut HeaderMap) -> bool {
+    let by_date = request_headers.get(IF_RANGE).is_some_and(|value| {
+        let value = value.as_bytes().trim_ascii_start();
+        !(value.starts_with(b"\"") || value.starts_with(b"W/"))
+    });
+    let drop = by_date && request_headers.contains_key(RANGE);
+    if drop {
+        request_headers.remove(RANGE);
+        request_headers.remove(IF_RANGE);
+    }
+    drop
+}
+
 /// The fields that hold a digest of the bytes a transform changes.
 const DIGESTS: [&str; 4] = ["content-md5", "digest", "content-digest", "repr-digest"];
 
@@ -235,6 +257,33 @@ mod tests {
             headers.append(*name, HeaderValue::from_static(value));
         }
         headers
+    }
+
+    #[test]
+    fn a_range_validated_by_a_date_is_dropped_one_by_a_tag_is_not() {
+        let date = "Tue, 14 Nov 2023 22:13:20 GMT";
+        for (if_range, dropped) in [
+            (date, true),
+            ("\"v1\"", false),
+            (" \"v1\"", false),
+            ("W/\"v1\"", false),
+        ] {
+            let mut headers = map(&[("range", "bytes=3000-"), ("if-range", if_range)]);
+            assert_eq!(
+                drop_range_validated_by_date(&mut headers),
+                dropped,
+                "{if_range}"
+            );
+            assert_eq!(headers.contains_key(RANGE), !dropped, "{if_range}");
+            assert_eq!(headers.contains_key(IF_RANGE), !dropped, "{if_range}");
+        }
+        // A plain range, or an If-Range with no range, stays as it is.
+        let mut headers = map(&[("range", "bytes=3000-")]);
+        assert!(!drop_range_validated_by_date(&mut headers));
+        assert!(headers.contains_key(RANGE));
+        let mut headers = map(&[("if-range", date)]);
+        assert!(!drop_range_validated_by_date(&mut headers));
+        assert!(headers.contains_key(IF_RANGE));
     }
 
     fn lines(headers: &HeaderMap, name: HeaderName) -> Vec<String> {

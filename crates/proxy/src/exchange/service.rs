@@ -419,6 +419,15 @@ impl Proxy {
         if let Some(via) = &self.via {
             via.append(&mut headers, request.version);
         }
+        let recodable = matches!(
+            RequestFacts::from_parts(&request.method, &request.headers)
+                .accept_encoding
+                .negotiate(&self.rules.offered),
+            Negotiated::Coding(_)
+        );
+        if recodable {
+            headers::drop_range_validated_by_date(&mut headers);
+        }
         if self.offload {
             headers::strip_accept_encoding(&mut headers);
         }
