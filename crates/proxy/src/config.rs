@@ -11,9 +11,10 @@ use std::str::FromStr;
 use crate::decide::media::MediaType;
 use crate::decide::negotiate::Coding;
 
-/// The media types compressed by default: text formats, JSON/XML families, SVG, WebAssembly
-/// and server-sent events. Already-compressed formats (images, video, archives, fonts) are left
-/// out on purpose.
+/// The media types compressed by default: text formats, JSON/XML families (every
+/// `application/*+json` and `*+xml` type too: JSON:API, HAL, problem details, GeoJSON, SOAP),
+/// SVG, WebAssembly and server-sent events. Already-compressed formats (images, video,
+/// archives, fonts) are left out on purpose.
 pub const DEFAULT_TYPES: &[&str] = &[
     "text/html",
     "text/plain",
@@ -31,6 +32,8 @@ pub const DEFAULT_TYPES: &[&str] = &[
     "application/wasm",
     "application/manifest+json",
     "application/ld+json",
+    "application/*+json",
+    "application/*+xml",
     "text/event-stream",
 ];
 
@@ -83,14 +86,25 @@ impl Default for Rules {
     }
 }
 
-/// One entry of [`Rules::types`]: `type/subtype`, `type/*`, or `*/*` (also written `*`, as in
-/// nginx), compared case-insensitively. Parameters are not allowed: matching ignores them.
+/// One entry of [`Rules::types`]: `type/subtype`, `type/*`, `type/*+suffix` (any subtype
+/// with that structured-syntax suffix, RFC 6838 §4.2.8: `application/*+json`), or `*/*` (also
+/// written `*`, as in nginx), compared case-insensitively. Parameters are not allowed:
+/// matching ignores them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypePattern {
     /// Lower case; `None` matches any type.
     type_: Option<String>,
     /// Lower case; `None` matches any subtype.
-    subtype: Option<String>,
+    subtype: Option<Subtype>,
+}
+
+/// What a pattern's subtype matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Subtype {
+    /// This subtype.
+    Exactly(String),
+    /// Any subtype ending in `+` and this suffix.
+    Suffix(String),
 }
 
 impl TypePattern {
@@ -114,10 +128,14 @@ impl TypePattern {
         if type_ == "*" || !crate::decide::list::is_token(type_.as_bytes()) {
             return Err(invalid());
         }
-        let subtype = match subtype {
-            "*" => None,
-            _ if crate::decide::list::is_token(subtype.as_bytes()) => {
-                Some(subtype.to_ascii_lowercase())
+        let is_token = |text: &str| crate::decide::list::is_token(text.as_bytes());
+        let subtype = match subtype.strip_prefix("*+") {
+            _ if subtype == "*" => None,
+            Some(suffix) if is_token(suffix) && !suffix.contains('*') => {
+                Some(Subtype::Suffix(suffix.to_ascii_lowercase()))
+            }
+            None if is_token(subtype) && !subtype.contains('*') => {
+                Some(Subtype::Exactly(subtype.to_ascii_lowercase()))
             }
             _ => return Err(invalid()),
         };
@@ -130,7 +148,13 @@ impl TypePattern {
     /// Whether `media` matches this pattern.
     pub fn matches(&self, media: &MediaType) -> bool {
         self.type_.as_deref().is_none_or(|t| t == media.type_())
-            && self.subtype.as_deref().is_none_or(|s| s == media.subtype())
+            && self.subtype.as_ref().is_none_or(|s| match s {
+                Subtype::Exactly(subtype) => subtype == media.subtype(),
+                Subtype::Suffix(suffix) => media
+                    .subtype()
+                    .strip_suffix(suffix.as_str())
+                    .is_some_and(|rest| rest.len() > 1 && rest.ends_with('+')),
+            })
     }
 }
 
@@ -145,8 +169,11 @@ impl FromStr for TypePattern {
 impl fmt::Display for TypePattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let type_ = self.type_.as_deref().unwrap_or("*");
-        let subtype = self.subtype.as_deref().unwrap_or("*");
-        write!(f, "{type_}/{subtype}")
+        match &self.subtype {
+            None => write!(f, "{type_}/*"),
+            Some(Subtype::Exactly(subtype)) => write!(f, "{type_}/{subtype}"),
+            Some(Subtype::Suffix(suffix)) => write!(f, "{type_}/*+{suffix}"),
+        }
     }
 }
 
@@ -166,7 +193,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::InvalidType { pattern } => write!(
                 f,
-                "types: {pattern:?} is not a media type pattern (type/subtype, type/* or */*)"
+                "types: {pattern:?} is not a media type pattern (type/subtype, type/*, type/*+suffix or */*)"
             ),
         }
     }
@@ -200,6 +227,8 @@ mod tests {
             "application/octet-stream",
             "video/mp4",
             "font/woff2",
+            "application/epub+zip",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
         ] {
             assert!(!rules.is_compressible(&media(text)), "{text}");
         }
@@ -215,6 +244,15 @@ mod tests {
             ("text/*", "application/json", false),
             ("*/*", "application/octet-stream", true),
             ("*", "image/png", true),
+            ("application/*+json", "application/vnd.api+json", true),
+            ("application/*+json", "application/problem+json", true),
+            ("Application/*+JSON", "application/geo+json", true),
+            ("application/*+json", "application/json", false),
+            ("application/*+json", "application/+json", false),
+            ("application/*+json", "application/xjson", false),
+            ("application/*+json", "text/x+json", false),
+            ("application/*+xml", "application/soap+xml", true),
+            ("application/*+xml", "application/epub+zip", false),
         ];
         for (pattern, media_type, expected) in rows {
             let parsed: TypePattern = pattern.parse().expect("valid test pattern");
@@ -233,6 +271,9 @@ mod tests {
             "text",
             "text/",
             "*/html",
+            "text/*+",
+            "text/*+*",
+            "text/a*",
             "text/html; charset=utf-8",
             "te xt/html",
         ] {
@@ -250,13 +291,13 @@ mod tests {
         .to_string();
         assert_eq!(
             message,
-            "types: \"text\" is not a media type pattern (type/subtype, type/* or */*)"
+            "types: \"text\" is not a media type pattern (type/subtype, type/*, type/*+suffix or */*)"
         );
     }
 
     #[test]
     fn display_round_trips() {
-        for text in ["text/html", "text/*", "*/*"] {
+        for text in ["text/html", "text/*", "*/*", "application/*+json"] {
             assert_eq!(TypePattern::parse(text).expect("valid").to_string(), text);
         }
     }

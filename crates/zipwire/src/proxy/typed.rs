@@ -147,7 +147,7 @@ impl TryFrom<RawConfig> for ProxyConfig {
                         ConfigError::new(
                             format!("compression.types[{i}]"),
                             format!(
-                                "'{text}' is not a media type pattern (type/subtype, type/* or */*)"
+                                "'{text}' is not a media type pattern (type/subtype, type/*, type/*+suffix or */*)"
                             ),
                         )
                     })
