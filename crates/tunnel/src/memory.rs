@@ -15,9 +15,11 @@
 //!   later ones would compress with at a lower level.
 //!
 //! The automatic policy then steps down a rung (see [`crate::policy::Policy::memory_short`]);
-//! a fixed level sends the block raw, as past the CPU cap. Decompressors are counted too,
-//! though never refused: their size is the peer's choice of level, and a frame has to be
-//! decoded whatever it costs; what they hold leaves less for the compressors.
+//! below its first rung, and at a fixed level, the block goes through the stateless deflate
+//! encoder (a few hundred kilobytes of scratch), and raw only when not even that fits.
+//! Decompressors are counted too, though never refused: their size is the peer's choice of
+//! level, and a frame has to be decoded whatever it costs; what they hold leaves less for the
+//! compressors. They are given back as soon as the peer ends its direction.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -30,8 +30,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::blocks::{BlockEncoder, BlockError};
 use crate::cpu_time::Work;
-use crate::frame::{self, FrameError, Method, DATA_HEADER_LEN};
-use crate::handshake::ACCEPT_ZSTD;
+use crate::frame::{self, Codec, FrameError, Method, DATA_HEADER_LEN};
+use crate::handshake::{ACCEPT_DEFLATE, ACCEPT_ZSTD};
 use crate::keepalive::{self, Heard};
 use crate::memory::Hold;
 use crate::policy::{Decision, Link, Policy, RawReason, Sent, Signals};
@@ -42,6 +42,13 @@ use crate::tcp_info::{LinkProbe, TcpInfo};
 mod receive;
 
 use receive::receive_loop;
+
+/// What a block compresses with when the memory cap has room for no other method: stateless
+/// deflate at level 1 (see [`fit_memory`]).
+const STATELESS_FALLBACK: Method = Method {
+    codec: Codec::Deflate,
+    level: 1,
+};
 
 /// Frames the writer's queue holds before the sender waits.
 const QUEUE_FRAMES: usize = 4;
@@ -194,11 +201,13 @@ where
         policy.recall_pace(pace);
     }
     let acked = probe.as_ref().and_then(LinkProbe::try_clone);
+    // What a block compresses with when the memory cap has room for nothing else.
+    let fallback = (peer_accepts & ACCEPT_DEFLATE != 0).then_some(STATELESS_FALLBACK);
     let sender = send_loop(
         local.clone(),
         tx.clone(),
         writer_waiting.clone(),
-        (policy, probe),
+        (policy, probe, fallback),
         (shared.clone(), path),
     );
     let heard = Arc::new(Heard::new());
@@ -351,7 +360,7 @@ async fn send_loop(
     local: Local,
     tx: mpsc::Sender<Outgoing>,
     writer_waiting: Arc<AtomicBool>,
-    (mut policy, probe): (Policy, Option<LinkProbe>),
+    (mut policy, probe, fallback): (Policy, Option<LinkProbe>, Option<Method>),
     (shared, path): (Arc<Shared>, Option<IpAddr>),
 ) -> Result<(), RelayError> {
     let mut encoder = Some(Box::new(BlockEncoder::new()));
@@ -386,7 +395,7 @@ async fn send_loop(
         let decision = match policy.decide(&block, signals) {
             Decision::Compress(method) => {
                 let enc = encoder.get_or_insert_with(Box::default);
-                fit_memory(enc, method, &mut policy, &mut memory)
+                fit_memory(enc, method, (&mut policy, fallback), &mut memory)
                     .map_or(Decision::Raw(RawReason::MemoryCap), Decision::Compress)
             }
             raw => raw,
@@ -444,18 +453,31 @@ async fn send_loop(
     }
 }
 
-/// The method to compress with that the memory cap has room for: `method`, or for the
-/// automatic policy the first rung below it that fits ([`Policy::memory_short`]); `None` when
-/// none does, and the block goes raw.
+/// The method the memory cap has room for: `method`, or for the automatic policy the first
+/// rung below it that fits ([`Policy::memory_short`]). With nothing lower (a fixed level, or
+/// the ladder's first rung), a method whose state this direction already holds goes on
+/// (there is nothing to give back without ending its stream, and nothing smaller to ask
+/// for); else `fallback`, the stateless deflate encoder, whose scratch is the least memory
+/// that compresses (a few hundred kilobytes against zstd-1's 1.4 MB; until 2026-11-28 such
+/// blocks went raw, and on a slow link a transfer that found the cap full took 4-6 times as
+/// long). `None` when not even that fits: the block goes raw.
 fn fit_memory(
     encoder: &BlockEncoder,
     method: Method,
-    policy: &mut Policy,
+    (policy, fallback): (&mut Policy, Option<Method>),
     memory: &mut Hold,
 ) -> Option<Method> {
     let mut method = method;
     while !memory.admit(encoder.memory_with(method)) {
-        method = policy.memory_short()?;
+        method = match policy.memory_short() {
+            Some(lower) => lower,
+            None if encoder.memory_with(method) <= memory.bytes() => return Some(method),
+            None => {
+                return fallback.filter(|&stateless| {
+                    stateless != method && memory.admit(encoder.memory_with(stateless))
+                })
+            }
+        };
     }
     Some(method)
 }
@@ -558,7 +580,45 @@ async fn write_loop<W: AsyncWrite>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Codec;
+    use crate::memory::MemoryCap;
+    use crate::policy::Choice;
+
+    #[test]
+    fn a_fixed_level_keeps_what_it_holds_and_a_newcomer_falls_back_to_stateless_deflate() {
+        let zstd9 = Method::new(Codec::Zstd, 9).unwrap();
+        let block = b"memory cap, fixed level, fallback; ".repeat(4000);
+        let cap = MemoryCap::new(Some(20 << 20));
+        let fixed = || Policy::new(Choice::Fixed(zstd9), true);
+        let fit = |encoder: &BlockEncoder, policy: &mut Policy, hold: &mut Hold| {
+            fit_memory(encoder, zstd9, (policy, Some(STATELESS_FALLBACK)), hold)
+        };
+        // Alone, the first direction takes zstd-9's 15.5 MB.
+        let (mut first, mut first_hold, mut first_policy) =
+            (BlockEncoder::new(), cap.hold(), fixed());
+        assert_eq!(fit(&first, &mut first_policy, &mut first_hold), Some(zstd9));
+        first.encode_frame(zstd9, &block, &mut Vec::new()).unwrap();
+        first_hold.settle(first.memory_size());
+        // A second: its share (10 MiB) has no room for zstd-9, the cap has for deflate-1.
+        let (second, mut second_hold, mut second_policy) =
+            (BlockEncoder::new(), cap.hold(), fixed());
+        assert_eq!(
+            fit(&second, &mut second_policy, &mut second_hold),
+            Some(STATELESS_FALLBACK)
+        );
+        // The first, now past its share, goes on with the context it holds (until
+        // 2026-11-28 its blocks went raw, the context held all the same).
+        assert_eq!(fit(&first, &mut first_policy, &mut first_hold), Some(zstd9));
+        assert!(cap.in_use() <= 20 << 20, "{cap:?}");
+        // With no fallback (a peer that takes no deflate) the newcomer sends raw.
+        let mut third_hold = cap.hold();
+        let none = fit_memory(
+            &BlockEncoder::new(),
+            zstd9,
+            (&mut fixed(), None),
+            &mut third_hold,
+        );
+        assert_eq!(none, None);
+    }
 
     #[test]
     fn compression_time_is_cpu_time_not_time_queued_for_the_pool() {

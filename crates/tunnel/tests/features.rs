@@ -346,12 +346,15 @@ async fn no_two_forwarded_connections_share_a_compression_window() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_memory_cap_keeps_a_second_zstd_19_stream_raw_and_is_given_back() {
+async fn the_memory_cap_sends_a_second_zstd_19_stream_through_stateless_deflate_and_is_given_back()
+{
     let keys = keys();
     let target = echo_target().await;
     let (server, _) = start_server(&keys, target, shared(Choice::Auto)).await;
     // zstd-19 holds 94 MB of tables: a 150 MB cap has room for one such stream, and the
-    // second's share (75 MB) is too small for it.
+    // second's share (75 MB) is too small for it. The second compresses with the stateless
+    // deflate encoder instead, whose scratch fits in what is left (until 2026-11-28 its
+    // blocks went raw).
     let zstd19 = Choice::Fixed(Method::new(Codec::Zstd, 19).unwrap());
     let cap = 150 << 20;
     let (client, stats) =
@@ -367,14 +370,23 @@ async fn the_memory_cap_keeps_a_second_zstd_19_stream_raw_and_is_given_back() {
     );
     let mut second = TcpStream::connect(client).await.unwrap();
     round_trip(&mut second, &data).await;
-    let zstd19 = Method::new(Codec::Zstd, 19).unwrap();
-    let out = stats.outgoing();
-    let capped = raw_reason(&stats, RawReason::MemoryCap);
+    let blocks = |method: Method| {
+        stats
+            .outgoing()
+            .methods
+            .get(&method)
+            .map_or(0, |c| c.blocks)
+    };
+    let (zstd19, deflate1) = (
+        Method::new(Codec::Zstd, 19).unwrap(),
+        Method::new(Codec::Deflate, 1).unwrap(),
+    );
     assert!(
-        capped >= 8 && out.methods.get(&zstd19).map_or(0, |c| c.blocks) >= 8,
-        "the first stream compressed, the second went raw:\n{}",
+        blocks(zstd19) >= 8 && blocks(deflate1) >= 8,
+        "the first stream at zstd-19, the second at deflate-1:\n{}",
         stats.report()
     );
+    assert_eq!(raw_reason(&stats, RawReason::MemoryCap), 0);
     assert!(memory.in_use() <= cap, "{memory:?}");
     // Both gone: every byte is given back.
     drop((first, second));
@@ -388,4 +400,44 @@ async fn the_memory_cap_keeps_a_second_zstd_19_stream_raw_and_is_given_back() {
         "{memory:?}"
     );
     assert!(stats.to_json(Duration::ZERO).contains("\"mem-cap\":"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direction_that_ended_gives_its_decoder_memory_back_at_once() {
+    // A target that sends a body and closes: the client's application reads it to its end
+    // and keeps its own side open, as a client that sends nothing more but has not closed.
+    let listener = tokio::net::TcpListener::bind(local()).await.unwrap();
+    let target = listener.local_addr().unwrap();
+    let body = text(2 << 20);
+    let sent = body.clone();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        stream.write_all(&sent).await.unwrap();
+        stream.shutdown().await.unwrap();
+    });
+    let keys = keys();
+    let zstd3 = Choice::Fixed(Method::new(Codec::Zstd, 3).unwrap());
+    let (server, _) = start_server(&keys, target, shared(zstd3)).await;
+    let (client, stats) = start_client(&keys, server, shared(Choice::Auto)).await;
+    let mut app = TcpStream::connect(client).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), app.read_to_end(&mut got))
+        .await
+        .expect("the body within 30 s")
+        .unwrap();
+    assert!(got == body);
+    assert!(stats
+        .incoming()
+        .methods
+        .keys()
+        .any(|m| m.codec == Codec::Zstd));
+    // The zstd window is gone while the connection stays open (until 2026-11-28 it was held
+    // until the application closed).
+    let memory = stats.memory().clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while memory.in_use() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(memory.in_use(), 0, "{memory:?}");
+    drop(app);
 }

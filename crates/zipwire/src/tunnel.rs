@@ -81,8 +81,9 @@ pub struct Common {
 
     /// Bytes all forwarded connections' compressors and decompressors may hold together (0
     /// for no limit; else at least 4MiB). A compressing connection takes at most an equal
-    /// share, never less than 4MiB: past it, auto compresses at a lower level and a fixed
-    /// level sends raw (zstd's level 19 holds 94 MB, level 3 3.7 MB).
+    /// share, never less than 4MiB: past it, auto compresses at a lower level, and what has
+    /// no room for even that (or for a fixed level) goes through stateless deflate, raw only
+    /// when that too has none (zstd's level 19 holds 94 MB, level 3 3.7 MB).
     #[arg(long, value_name = "BYTES", default_value = "256MiB", value_parser = parse_max_memory)]
     pub max_memory: u64,
 

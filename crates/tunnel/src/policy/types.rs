@@ -33,7 +33,8 @@ pub enum RawReason {
     CpuCap,
     /// The block is too small for compression to pay ([`super::TINY_BLOCK`]).
     Tiny,
-    /// The `--max-memory` cap has no room for the method's state ([`crate::memory`]).
+    /// The `--max-memory` cap has no room for the method's state, nor for the stateless
+    /// deflate encoder's ([`crate::memory`]).
     MemoryCap,
 }
 

@@ -143,9 +143,13 @@ pub(super) async fn receive_loop<R: AsyncRead>(
         }
         return result;
     }
-    // The peer's direction has ended. This loop no longer keeps the writer open: once this
-    // side's sender has ended too, the writer closes TLS, and the peer, reading on as here,
-    // sees the close.
+    // The peer's direction has ended, and nothing will be decoded again: its decoders and
+    // their memory go now, not when the whole connection ends (until 2026-11-28 a
+    // half-closed download held its zstd window against the memory cap).
+    drop(decoder);
+    drop(memory);
+    // This loop no longer keeps the writer open: once this side's sender has ended too, the
+    // writer closes TLS, and the peer, reading on as here, sees the close.
     let weak = tx.downgrade();
     drop(tx);
     let result = after_end(&mut reader, weak, &heard).await;
