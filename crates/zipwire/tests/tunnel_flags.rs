@@ -134,6 +134,23 @@ fn level_and_block_size_shape_the_frames_and_v_reports_them_at_exit() {
     assert!(!log.contains("compress outgoing"), "{log}");
 }
 
+/// Sends `size` bytes of text through a tunnel whose client runs with `client` and `-v`, and
+/// checks they came back; returns the client's exit log, its outgoing method lines and
+/// how many frames it sent.
+fn uploaded(client: &[&str], size: usize) -> (String, Vec<MethodLine>, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut flags = client.to_vec();
+    flags.push("-v");
+    let (_server, client, addr) = tunnel(dir.path(), &[], &flags);
+    let data = text(size);
+    assert!(exchange(&addr, &data) == data);
+    let log = client.terminate();
+    let (raw, methods) = report(&log, "outgoing");
+    assert_eq!(raw, data.len() as u64, "{log}");
+    let blocks = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+    (log, methods, blocks)
+}
+
 /// The count of `reason` in the raw method's line of `methods`.
 fn raw_reason(methods: &[MethodLine], reason: &str) -> u64 {
     methods
@@ -147,17 +164,10 @@ fn raw_reason(methods: &[MethodLine], reason: &str) -> u64 {
 
 #[test]
 fn max_memory_too_small_for_the_level_falls_back_to_stateless_deflate_and_the_report_says_so() {
-    let dir = tempfile::tempdir().unwrap();
     // zstd's level 9 holds 15.5 MB: a 4 MiB cap has no room for it, and the blocks go
     // through the stateless deflate encoder instead (a few hundred kilobytes).
-    let flags = ["--level", "zstd:9", "--max-memory", "4MiB", "-v"];
-    let (_server, client, addr) = tunnel(dir.path(), &[], &flags);
-    let data = text(2 << 20);
-    assert!(exchange(&addr, &data) == data);
-    let log = client.terminate();
-    let (raw, methods) = report(&log, "outgoing");
-    assert_eq!(raw, data.len() as u64, "{log}");
-    let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+    let flags = ["--level", "zstd:9", "--max-memory", "4MiB"];
+    let (log, methods, blocks) = uploaded(&flags, 2 << 20);
     let deflate: u64 = methods
         .iter()
         .filter(|(m, ..)| m == "deflate-1")
@@ -192,14 +202,7 @@ fn max_memory_too_small_for_the_level_falls_back_to_stateless_deflate_and_the_re
 
 #[test]
 fn max_cpu_sends_traffic_raw_once_the_budget_is_spent() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_server, client, addr) = tunnel(dir.path(), &[], &["--max-cpu", "0.01", "-v"]);
-    let data = text(4 << 20);
-    assert!(exchange(&addr, &data) == data);
-    let log = client.terminate();
-    let (raw, methods) = report(&log, "outgoing");
-    assert_eq!(raw, data.len() as u64, "{log}");
-    let blocks: u64 = methods.iter().map(|(_, blocks, ..)| blocks).sum();
+    let (log, methods, blocks) = uploaded(&["--max-cpu", "0.01"], 4 << 20);
     let capped = raw_reason(&methods, "cpu-cap");
     assert!(
         capped * 2 >= blocks,
