@@ -108,8 +108,8 @@ pub unsafe extern "C" fn inflateCopy(dest: *mut z_stream, source: *const z_strea
 #[no_mangle]
 pub unsafe extern "C" fn inflate(strm: *mut z_stream, flush: c_int) -> c_int {
     // SAFETY: the caller's stream, null or valid, with a state set by a zlib. A null stream
-    // gets Z_STREAM_ERROR from `State::of`'s caller here as from zlib; so does one of this
-    // library's deflate streams (see `delegate_inflate!`).
+    // gets Z_STREAM_ERROR, as from zlib, and so does one of this library's deflate streams
+    // (see `delegate_inflate!`).
     if strm.is_null() || unsafe { State::of(strm) }.is_some() {
         return Z_STREAM_ERROR;
     }
