@@ -112,8 +112,7 @@ impl Hold {
     pub fn admit(&mut self, need: u64) -> bool {
         if let Some(max) = self.cap.max() {
             let directions = self.cap.compressing() + usize::from(!self.compressing);
-            let share = (max / directions.max(1) as u64).max(MIN_SHARE);
-            if need > share {
+            if need > share(max, directions) {
                 return false;
             }
         }
@@ -139,12 +138,29 @@ impl Hold {
         }
     }
 
+    /// Whether this compressing direction holds more than its share of the cap as it is
+    /// now: the cap divided by the directions compressing, itself among them (never below
+    /// [`MIN_SHARE`]). A share shrinks as directions start compressing, so a direction that
+    /// took a large share when it was alone can find itself beyond a later one. Always false
+    /// without a cap, and for a decompressor's hold.
+    pub fn beyond_share(&self) -> bool {
+        match self.cap.max() {
+            Some(max) if self.compressing => self.bytes() > share(max, self.cap.compressing()),
+            _ => false,
+        }
+    }
+
     fn count_as_compressing(&mut self) {
         if !self.compressing {
             self.compressing = true;
             self.cap.compressing.fetch_add(1, Ordering::AcqRel);
         }
     }
+}
+
+/// One direction's share of a cap of `max` bytes among `directions` compressing ones.
+fn share(max: u64, directions: usize) -> u64 {
+    (max / directions.max(1) as u64).max(MIN_SHARE)
 }
 
 impl Drop for Hold {
@@ -191,6 +207,29 @@ mod tests {
         assert_eq!((cap.in_use(), cap.compressing()), (5 * MB, 1));
         drop(b);
         assert_eq!((cap.in_use(), cap.compressing()), (0, 0));
+    }
+
+    #[test]
+    fn a_direction_is_beyond_its_share_once_others_compress() {
+        let cap = MemoryCap::new(Some(100 * MB));
+        let mut a = cap.hold();
+        assert!(!a.beyond_share(), "holding nothing");
+        assert!(a.admit(72 * MB));
+        assert!(!a.beyond_share(), "alone, its share is the cap");
+        let mut b = cap.hold();
+        b.settle(20 * MB);
+        assert!(!a.beyond_share(), "a decompressor takes no share");
+        assert!(!b.beyond_share(), "nor is it ever beyond one");
+        let mut c = cap.hold();
+        assert!(c.admit(MB));
+        assert!(a.beyond_share(), "72 MB against a share of 50");
+        assert!(!c.beyond_share());
+        a.settle(40 * MB);
+        assert!(!a.beyond_share());
+        drop(c);
+        a.settle(90 * MB);
+        assert!(!a.beyond_share(), "alone again");
+        assert!(!MemoryCap::new(None).hold().beyond_share());
     }
 
     #[test]

@@ -39,6 +39,7 @@ use crate::shared::choice_for;
 pub use crate::shared::Shared;
 use crate::tcp_info::{LinkProbe, TcpInfo};
 
+mod idle;
 mod receive;
 
 use receive::receive_loop;
@@ -369,7 +370,15 @@ async fn send_loop(
     let began = Instant::now();
     loop {
         block.resize(shared.block_size, 0);
-        let n = match read_block(&local, &mut block).await {
+        let waited = match encoder.as_deref_mut() {
+            Some(enc) => idle::wait_for_data(&local, enc, &mut memory, idle::IDLE_RELEASE).await,
+            None => Ok(()),
+        };
+        let read = match waited {
+            Ok(()) => read_block(&local, &mut block).await,
+            Err(e) => Err(e),
+        };
+        let n = match read {
             Ok(n) => n,
             Err(e) => {
                 // Not without a limit: with the queue full behind a tunnel that does not drain
