@@ -137,9 +137,12 @@ impl Server {
 
     /// Accepts connections until the task is dropped.
     ///
+    /// Runs until dropped. Accept errors are logged and ridden out, never returned (see
+    /// `accept_loop`): the `Result` is kept for callers that may one day get one.
+    ///
     /// # Errors
     ///
-    /// Only when accepting fails for a reason other than a transient one.
+    /// None today.
     pub async fn run(self) -> io::Result<()> {
         let limits = self.role.limits;
         let startups = Arc::new(Startups::new(limits.max_startups));
@@ -180,41 +183,52 @@ impl Server {
 /// How often a repeated accept-loop warning may be logged.
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
-/// The shortest and longest pause after accepting failed for want of descriptors.
+/// The shortest and longest pause after accepting failed (other than transiently).
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(500));
 
 /// Accepts connections and hands each to `handle`, riding out transient accept errors (a
 /// client that reset before accept). Out of file descriptors, it calls `shed` (which may
 /// close an unauthenticated connection to free one), pauses with an exponential back-off
-/// and warns once per [`LOG_EVERY`], not once per attempt.
+/// and warns once per [`LOG_EVERY`], not once per attempt. Any other error (`ENOBUFS`,
+/// `ENOMEM`, the network errors Linux reports through `accept`) gets the same pause and
+/// warning: until 2026-11-28 it ended the endpoint, cutting every forwarded connection, where
+/// nginx logs and goes on accepting.
 async fn accept_loop<F, S>(listener: &TcpListener, mut shed: S, mut handle: F) -> io::Result<()>
 where
     F: FnMut(TcpStream, SocketAddr),
     S: FnMut() -> bool,
 {
     let mut backoff = BACKOFF.0;
-    let mut exhausted = Throttle::new(LOG_EVERY);
+    let mut failing = Throttle::new(LOG_EVERY);
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
                 backoff = BACKOFF.0;
                 handle(stream, peer);
             }
-            Err(e) if out_of_descriptors(&e) => {
-                let shed_one = shed();
-                if let Some(held) = exhausted.due(std::time::Instant::now()) {
-                    warn!(
-                        error = %e,
-                        failed_since_last_warning = held,
-                        shed_unauthenticated = shed_one,
-                        "out of file descriptors: accepting paused (raise ulimit -n, or lower --max-startups)"
-                    );
+            Err(e) if is_transient(&e) => debug!(error = %e, "accept failed; retrying"),
+            Err(e) => {
+                let descriptors = out_of_descriptors(&e);
+                let shed_one = descriptors && shed();
+                if let Some(held) = failing.due(std::time::Instant::now()) {
+                    if descriptors {
+                        warn!(
+                            error = %e,
+                            failed_since_last_warning = held,
+                            shed_unauthenticated = shed_one,
+                            "out of file descriptors: accepting paused (raise ulimit -n, or lower --max-startups)"
+                        );
+                    } else {
+                        warn!(
+                            error = %e,
+                            failed_since_last_warning = held,
+                            "accept failed: accepting paused"
+                        );
+                    }
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF.1);
             }
-            Err(e) if is_transient(&e) => debug!(error = %e, "accept failed; retrying"),
-            Err(e) => return Err(e),
         }
     }
 }
@@ -423,9 +437,12 @@ impl Client {
 
     /// Accepts local connections until the task is dropped.
     ///
+    /// Runs until dropped. Accept errors are logged and ridden out, never returned (see
+    /// `accept_loop`): the `Result` is kept for callers that may one day get one.
+    ///
     /// # Errors
     ///
-    /// Only when accepting fails for a reason other than a transient one.
+    /// None today.
     pub async fn run(self) -> io::Result<()> {
         let handshakes = Arc::new(Semaphore::new(CLIENT_HANDSHAKES));
         accept_loop(&self.listener, || false, |local, peer| {
@@ -493,4 +510,29 @@ async fn connect(
                 "tunnel handshake timed out",
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_accept_error_that_is_not_transient_pauses_the_loop_and_never_ends_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        // A listening socket shut for reading fails every accept with EINVAL, the kind of
+        // error that ended the endpoint (and every forwarded connection) until 2026-11-28.
+        socket2::SockRef::from(&listener)
+            .shutdown(std::net::Shutdown::Read)
+            .unwrap();
+        let err = listener.accept().await.expect_err("accept fails");
+        assert!(!is_transient(&err) && !out_of_descriptors(&err), "{err}");
+        let mut handled = 0;
+        let ran = tokio::time::timeout(
+            Duration::from_millis(1500),
+            accept_loop(&listener, || false, |_, _| handled += 1),
+        )
+        .await;
+        assert!(ran.is_err(), "the loop ended: {ran:?}");
+        assert_eq!(handled, 0);
+    }
 }

@@ -332,13 +332,41 @@ fn prepare(common: &Common) -> anyhow::Result<(Vec<u8>, Shared)> {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    raise_open_files();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")
 }
 
-/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit;
+/// Raises the soft limit on open files to the hard limit. A forwarded connection takes four
+/// descriptors at either end (the tunnel's socket, two more handles on it for the link probe
+/// and the relay, and the forwarded socket), so the usual soft limit of 1,024 refused the
+/// 257th connection (`EMFILE`) until 2026-11-28. The tunnel has no connection limit to size
+/// the raise from, as the proxy has `max_connections`, so it takes what the hard limit
+/// allows, as Go programs do at start since Go 1.19.
+fn raise_open_files() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    /// Linux's default `fs.nr_open`: the most a process may have, for a hard limit of
+    /// "unlimited", which the soft limit of open files cannot take.
+    const NR_OPEN: u64 = 1 << 20;
+    let limit = getrlimit(Resource::Nofile);
+    let target = limit.maximum.unwrap_or(NR_OPEN);
+    if limit.current.is_none_or(|current| current >= target) {
+        return;
+    }
+    let raised = Rlimit {
+        current: Some(target),
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(open_files = target, "open files limit raised"),
+        Err(error) => tracing::warn!(%error, "cannot raise the open files limit"),
+    }
+}
+
+/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit,
+/// and ignoring SIGHUP (with a log line);
 /// then stops accepting, gives the forwarded connections `grace` to finish and aborts the
 /// rest (see [`Drain`]).
 fn serve(
@@ -351,10 +379,20 @@ fn serve(
     let result = runtime.block_on(async {
         let mut usr1 = signal(SignalKind::user_defined1())?;
         let mut term = signal(SignalKind::terminate())?;
+        let mut hangup = signal(SignalKind::hangup())?;
         let report = stats.clone();
         let reporter = async move {
-            while usr1.recv().await.is_some() {
-                eprint!("{}", report.report());
+            loop {
+                tokio::select! {
+                    Some(()) = usr1.recv() => eprint!("{}", report.report()),
+                    // Its default action ended the tunnel at once, cutting every forwarded
+                    // connection, until 2026-11-28: a service manager's `kill -HUP` reload
+                    // must not do that.
+                    Some(()) = hangup.recv() => tracing::info!(
+                        "SIGHUP ignored: the tunnel reads its certificate, key and token at start; restart it to change them"
+                    ),
+                    else => break,
+                }
             }
         };
         tokio::select! {

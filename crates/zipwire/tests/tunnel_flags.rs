@@ -1,6 +1,6 @@
 //! `zipwire tunnel`'s compression flags as users run them: `--level`, `--block-size`,
 //! `--max-cpu`, `--max-memory`, and the `-v` report at exit, read from the processes' own
-//! output.
+//! output; and what the processes do with their open files limit and with SIGHUP.
 
 mod tunnel_support;
 
@@ -208,4 +208,54 @@ fn max_cpu_sends_traffic_raw_once_the_budget_is_spent() {
         capped * 2 >= blocks,
         "{capped} of {blocks} frames raw for the CPU cap:\n{log}"
     );
+}
+
+/// The soft and hard limits on open files of process `pid`, from `/proc/PID/limits`.
+fn open_files(pid: u32) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+#[test]
+fn both_ends_raise_their_open_files_limit_and_ride_out_sighup() {
+    // Started with a soft limit below the hard one (the usual 1,024 against a larger hard
+    // limit), each end raises it: a forwarded connection takes four descriptors.
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let own = getrlimit(Resource::Nofile);
+    let lowered = own.maximum.map_or(1024, |hard| hard.min(1024));
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(lowered),
+            maximum: own.maximum,
+        },
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client, client_addr) = tunnel(dir.path(), &[], &[]);
+    for end in [&server, &client] {
+        let (soft, hard) = open_files(end.child.id());
+        assert_eq!(soft, hard, "soft limit left at {soft} (hard {hard})");
+    }
+    // SIGHUP (a service manager's reload) is logged and ignored: the tunnel goes on.
+    for end in [&server, &client] {
+        let status = Command::new("kill")
+            .args(["-HUP", &end.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        end.wait_for("SIGHUP ignored");
+    }
+    let data = text(300_000);
+    assert!(exchange(&client_addr, &data) == data);
+    client.terminate();
+    server.terminate();
 }

@@ -49,13 +49,38 @@ pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
 }
 
 /// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]); until then each SIGHUP reloads
-/// the TLS certificates, as it makes nginx reload its configuration. Called inside the
-/// runtime before the first client is accepted, so the SIGHUP handler is in place by then.
+/// the TLS certificates, as it makes nginx reload its configuration, and SIGUSR1 (the
+/// tunnel's stats report, HAProxy's soft stop, nginx's log reopening) is logged and ignored:
+/// until 2026-11-28 its default action ended the proxy at once, cutting every response.
+/// Called inside the runtime before the first client is accepted, so the handlers are in
+/// place by then.
 fn signals(reloader: Option<TlsReloader>) -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    #[cfg(unix)]
+    let user1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1());
     let shutdown = shutdown_signal();
     async move {
+        #[cfg(unix)]
+        let ignore_user1 = async {
+            match user1 {
+                Ok(mut user1) => {
+                    while user1.recv().await.is_some() {
+                        tracing::info!(
+                            "SIGUSR1 ignored: the proxy's counters are at the admin listener's /stats"
+                        );
+                    }
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        #[cfg(unix)]
+        let shutdown = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = ignore_user1 => {}
+            }
+        };
         #[cfg(unix)]
         if let Ok(mut hangup) = hangup {
             let reload = async {
