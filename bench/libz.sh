@@ -143,6 +143,10 @@ start_sshd 2201 0 0
 start_sshd 2202 1 0
 start_sshd 2203 1 1
 sleep 1
+for port in 2202 2203; do
+    grep -qF "$(realpath "$LIB")" "/proc/${SSHD_PID[$port]}/maps" 2> /dev/null ||
+        { echo "libz.sh: the sshd on port $port did not load $LIB" >&2; exit 1; }
+done
 
 # CPU seconds of an sshd's finished sessions: its reaped children's user + system time
 # (/proc/PID/stat fields 16 and 17, in clock ticks).
@@ -155,7 +159,8 @@ sshd_cpu() {
 scp_run() { # key, label, port, file, compress (0/1), preload (0/1), adapt (0/1)
     local env=() opts=()
     [ "$5" = 1 ] && opts+=(-C)
-    [ "$6" = 1 ] && env+=("LD_PRELOAD=$LIB")
+    # The library names itself on stderr (scp.log), checked below.
+    [ "$6" = 1 ] && env+=("LD_PRELOAD=$LIB" "ZIPWIRE_ZLIB_LOG=1")
     [ "$7" = 1 ] && env+=("ZIPWIRE_ZLIB_ADAPT=1")
     local size start end server_before server_after
     size=$(stat -c %s "$4")
@@ -185,6 +190,12 @@ scp_run() { # key, label, port, file, compress (0/1), preload (0/1), adapt (0/1)
     sleep 0.5 # the session's processes are reaped after scp returns
     server_after=$(sshd_cpu "${SSHD_PID[$3]}")
     cmp -s "$4" "$TMP/received.bin" || { echo "libz.sh: $2: the file arrived changed" >&2; exit 1; }
+    if [ "$6" = 1 ] && ! grep -q '^zipwire-libz ' "$TMP/scp.log"; then
+        # ld.so skips a library it cannot preload with a warning only: the row would be the
+        # system zlib's.
+        echo "libz.sh: $2: the client did not load $LIB" >&2
+        exit 1
+    fi
     rm -f "$TMP/received.bin"
     local factor mbs client server data
     # ssh -v: "compress outgoing: raw data R, compressed C, factor F"; F has two decimals, so

@@ -74,7 +74,7 @@ EOF
 cache_ratios() {
     local proxy=$1
     shift
-    local path coding original gz=0 br=0 plain=0 body=$WORK/check.body headers=$WORK/check.headers
+    local path coding original gz=0 br=0 plain=0 broken=0 body=$WORK/check.body headers=$WORK/check.headers
     for coding in gzip br identity; do
         for path in "$@"; do
             curl -s -o /dev/null -H "Accept-Encoding: $coding" "http://127.0.0.1:$PROXY_PORT$path"
@@ -94,8 +94,10 @@ cache_ratios() {
                 else
                     brotli -dc < "$body" > "$decoded" 2> /dev/null || true
                 fi
-                cmp -s "$decoded" "$WEB$path" ||
+                if ! cmp -s "$decoded" "$WEB$path"; then
                     echo "warning: $proxy: $path in $coding does not decode to the original" >&2
+                    broken=1
+                fi
                 local size
                 size=$(stat -c %s "$body")
                 if [ "$coding" = gzip ]; then gz=$((gz + size)); else br=$((br + size)); fi
@@ -104,6 +106,11 @@ cache_ratios() {
             fi
         done
     done
+    # A body that does not decode is no ratio: the row fails, as proxy.sh's http1 mode does.
+    if [ "$broken" = 1 ]; then
+        echo "FAILED FAILED"
+        return
+    fi
     awk -v p="$plain" -v g="$gz" -v b="$br" 'BEGIN {
         printf "%.2f %.2f\n", (g > 0 ? p / g : 0), (b > 0 ? p / b : 0)
     }'
@@ -125,10 +132,22 @@ cache_measure() {
     fi
     local ratios
     read -r -a ratios <<< "$(cache_ratios "$proxy" "${paths[@]}")"
+    if [ "${ratios[0]}" = FAILED ]; then
+        stop_proxy
+        row "$proxy" "$conns" "$label" FAILED - - - -
+        return
+    fi
     local out
     out=$(ZW_PATHS="${paths[*]}" timeout $((DURATION + 30)) taskset -c "$LOAD_CPU" \
         wrk -t1 -c"$conns" -d"${DURATION}s" --timeout 10s -H 'Accept-Encoding: gzip' \
         -s "$CONF/wrk.lua" "http://127.0.0.1:$PROXY_PORT/" 2>&1) || true
+    if ! kill -0 "$PROXY_PID" 2> /dev/null; then
+        # Gone during the load: its hits are no figure, and its memory would read as none.
+        echo "warning: $proxy exited during the load" >&2
+        stop_proxy
+        row "$proxy" "$conns" "$label" FAILED - - - -
+        return
+    fi
     local rss
     rss=$(peak_rss_kib "$PROXY_PID")
     stop_proxy

@@ -54,17 +54,22 @@ def fetch(sock):
         sys.exit(f"proxy-idle: {head.splitlines()[0]!r}")
     if fields.get(b"content-encoding") != b"gzip":
         sys.exit("proxy-idle: the response was not gzip-encoded")
+    def more():
+        chunk = sock.recv(65536)
+        if not chunk:
+            sys.exit("proxy-idle: the proxy closed a connection mid-body")
+        return chunk
     if b"content-length" in fields:
         need = int(fields[b"content-length"])
         while len(body) < need:
-            body += sock.recv(65536)
+            body += more()
     else:
         while not body.endswith(b"0\r\n\r\n"):
-            body += sock.recv(65536)
+            body += more()
 
 socks = []
 def add():
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
     fetch(s)
     socks.append(s)
 

@@ -6,7 +6,7 @@
 # Environment (defaults in brackets):
 #   SIZE [30000000]    bytes per transfer at 1 Gbit/s and unlimited (a tenth at 10 Mbit/s,
 #                      a third at 100 Mbit/s, so that a run stays within minutes)
-#   ROUNDS [1]         alternating rounds; the table shows medians
+#   ROUNDS [3]         alternating rounds; the table shows medians
 #   LINKS [10,100,1000,0]  Mbit/s; 0 is unlimited
 #   ZIPWIRE_CORPUS [../shared/corpus from the repository root]
 #   ZIPWIRE [target/release/zipwire, built if missing]
