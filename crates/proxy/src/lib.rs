@@ -110,7 +110,7 @@ pub use body::{
 pub use cache::{CacheCounters, CacheMode, CacheSettings, Clock};
 pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
 pub use config::{ConfigError, Rules, TypePattern};
-pub use connection::server::{raise_open_files, run_blocking, run_blocking_with, Server};
+pub use connection::server::{raise_open_files, run_blocking, run_blocking_with, Hurry, Server};
 pub use connection::tls::{check_certificates, TlsReloader};
 pub use counters::{
     BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, ProtocolCounters,

@@ -365,10 +365,10 @@ fn raise_open_files() {
     }
 }
 
-/// Runs `endpoint` until SIGINT/SIGTERM, printing the stats on SIGUSR1 and, with -v, at exit,
-/// and ignoring SIGHUP (with a log line);
-/// then stops accepting, gives the forwarded connections `grace` to finish and aborts the
-/// rest (see [`Drain`]).
+/// Runs `endpoint` until SIGINT/SIGTERM (printing the stats on SIGUSR1, and logging and
+/// ignoring SIGHUP), then stops accepting, gives the forwarded connections `grace` to finish
+/// (less if a second SIGINT/SIGTERM comes) and aborts the rest (see [`Drain`]); with -v it
+/// prints the stats at exit.
 fn serve(
     runtime: &tokio::runtime::Runtime,
     endpoint: impl std::future::Future<Output = std::io::Result<()>>,
@@ -409,7 +409,27 @@ fn serve(
         grace_s = grace.as_secs_f64(),
         "shutting down: no new connections"
     );
-    let outcome = runtime.block_on(drain.shutdown(grace));
+    // A second SIGINT or SIGTERM cuts what is left at once, as the proxy's does.
+    let outcome = runtime.block_on(async {
+        let second = async {
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                },
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            outcome = drain.shutdown(grace) => outcome,
+            () = second => {
+                tracing::warn!("second stop signal: cutting the forwarded connections still open");
+                let mut outcome = drain.shutdown(Duration::ZERO).await;
+                outcome.open = open;
+                outcome
+            }
+        }
+    });
     if outcome.cut > 0 {
         tracing::warn!(
             cut = outcome.cut,

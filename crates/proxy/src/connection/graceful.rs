@@ -66,6 +66,12 @@ impl Shutdown {
 }
 
 impl Watcher {
+    /// Completes once the server has signalled shutdown (at once if it did before).
+    pub(crate) async fn signalled(&mut self) {
+        // An error: the server is gone, which is a shutdown too.
+        let _ = self.rx.changed().await;
+    }
+
     /// Runs `connection` to its end, starting its graceful shutdown when the server signals
     /// (also when it did so before this call) or when `idle` completes (an HTTP/2
     /// connection idle too long closes with GOAWAY); when `idle` says [`Close::Now`], the

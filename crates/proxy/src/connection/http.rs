@@ -166,7 +166,7 @@ impl Connection {
     pub(crate) fn serve<S>(
         self,
         protocols: &Protocols,
-        watcher: Watcher,
+        mut watcher: Watcher,
         stream: S,
         protocol: Protocol,
         more: MoreToCome,
@@ -181,7 +181,16 @@ impl Connection {
             debug!("accepted");
             let mut stream = Prefixed::new(TimedStream::new(stream, self.phases.clone()));
             let protocol = match protocol {
-                Protocol::Detect => match stream.detect().await {
+                // A shutdown closes a connection that has sent nothing yet at once, as it
+                // closes an idle keep-alive one: until 2026-11-28 one silent client (a
+                // browser's preconnect) held the stop for `timeouts.header_read`.
+                Protocol::Detect => match tokio::select! {
+                    detected = stream.detect() => detected,
+                    () = watcher.signalled() => {
+                        debug!("shutdown before a request");
+                        return;
+                    }
+                } {
                     Ok(protocol) => protocol,
                     Err(error) => {
                         debug!(%error, "closed before a request");

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, info, info_span, warn, Instrument};
 
@@ -74,6 +74,19 @@ pub struct Server {
     budget: Option<BudgetSpec>,
     admin: Option<(TcpListener, SocketAddr)>,
     memory: MemoryGate,
+    hurry: Arc<Notify>,
+}
+
+/// Ends a server's shutdown grace early ([`Server::hurry`]).
+#[derive(Clone, Debug)]
+pub struct Hurry(Arc<Notify>);
+
+impl Hurry {
+    /// Resets the connections still open at once, once the shutdown has begun (or as soon
+    /// as it begins, if it has not yet).
+    pub fn now(&self) {
+        self.0.notify_one();
+    }
 }
 
 impl Server {
@@ -137,6 +150,7 @@ impl Server {
             },
             max_connections: config.limits.max_connections.max(1),
             shutdown_grace: config.timeouts.shutdown_grace,
+            hurry: Arc::default(),
             counters,
             throttle,
             budget: budget::spec(&config.budget),
@@ -176,6 +190,14 @@ impl Server {
         self.tls_reloader.clone()
     }
 
+    /// The handle that cuts the shutdown grace short: the binary calls it on a second
+    /// SIGTERM or SIGINT, as nginx and HAProxy stop at once on a signal that follows a
+    /// graceful stop. Until 2026-11-28 nothing did, and an operator in a hurry had only
+    /// SIGKILL, whose plain close let an HTTP/1.0 client take a cut body for a whole one.
+    pub fn hurry(&self) -> Hurry {
+        Hurry(self.hurry.clone())
+    }
+
     /// The server's counters, live: they keep counting while the server runs.
     pub fn stats(&self) -> Arc<Counters> {
         self.counters.clone()
@@ -212,6 +234,7 @@ impl Server {
             budget,
             admin,
             memory,
+            hurry,
         } = self;
         for listener in listeners.iter() {
             let tls = listener.tls().is_some();
@@ -309,14 +332,14 @@ impl Server {
         let _ = stopping.send(());
         let open = graceful.count();
         info!(open, "shutting down");
-        if tokio::time::timeout(shutdown_grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            warn!(
-                open = tasks.len(),
-                "shutdown grace expired, resetting connections"
-            );
+        let cut = tokio::select! {
+            drained = tokio::time::timeout(shutdown_grace, graceful.shutdown()) => {
+                drained.is_err().then_some("shutdown grace expired, resetting connections")
+            }
+            () = hurry.notified() => Some("shutdown hurried, resetting connections"),
+        };
+        if let Some(why) = cut {
+            warn!(open = tasks.len(), "{why}");
             abandoned.raise();
         }
         tasks.shutdown().await;

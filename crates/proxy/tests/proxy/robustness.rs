@@ -194,6 +194,72 @@ async fn shutdown_closes_what_is_left_after_the_grace_period() {
 }
 
 #[tokio::test]
+async fn a_hurried_shutdown_closes_what_is_left_without_waiting_for_the_grace() {
+    let origin = Origin::start().await;
+    let mut proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.shutdown_grace = Duration::from_secs(30);
+        config.timeouts.upstream_response = Duration::from_secs(10);
+    })
+    .await;
+    let url = proxy.url("/very-slow");
+    let in_flight = tokio::spawn(async move { client().request(request("GET", &url, &[])).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = Instant::now();
+    let hurry = proxy.hurry.clone();
+    let server = proxy.shut_down();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hurry.now();
+    tokio::time::timeout(Duration::from_secs(4), server)
+        .await
+        .expect("stopped when hurried, long before the 30 s grace")
+        .expect("task")
+        .expect("clean stop");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(2), in_flight)
+        .await
+        .expect("the client is told")
+        .expect("request task");
+    assert!(answer.is_err(), "the cut request got a response");
+}
+
+#[tokio::test]
+async fn a_connection_that_has_sent_nothing_does_not_hold_the_shutdown() {
+    // A browser's preconnect: connected, silent. Until 2026-11-28 the stop waited for its
+    // `timeouts.header_read`.
+    let origin = Origin::start().await;
+    let mut proxy = Proxy::start(vec![origin.upstream()], |config| {
+        config.timeouts.header_read = Duration::from_secs(20);
+        config.timeouts.shutdown_grace = Duration::from_secs(20);
+    })
+    .await;
+    let mut silent = TcpStream::connect(proxy.addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), proxy.shut_down())
+        .await
+        .expect("stopped without waiting for the silent client")
+        .expect("task")
+        .expect("clean stop");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_secs(2), silent.read(&mut byte))
+        .await
+        .expect("the connection is closed");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+}
+
+#[tokio::test]
 async fn a_body_cut_by_the_end_of_the_grace_resets_an_http10_client() {
     // Chunked from upstream, passed to an HTTP/1.0 client without a length: only the
     // connection's end tells it whether the body is whole. Until 2026-11-27 a shutdown whose

@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zipwire_codec::{Format, Level, Limits};
-use zipwire_proxy::{Counters, ProxyConfig, ProxyError, Server, Throttle, Upstream};
+use zipwire_proxy::{Counters, Hurry, ProxyConfig, ProxyError, Server, Throttle, Upstream};
 
 /// How long the pausing fixtures pause.
 pub const PAUSE: Duration = Duration::from_millis(1_500);
@@ -449,6 +449,7 @@ pub struct Proxy {
     pub admin: Option<SocketAddr>,
     pub stats: Arc<Counters>,
     pub throttle: Throttle,
+    pub hurry: Hurry,
     shutdown: Option<oneshot::Sender<()>>,
     pub task: Option<JoinHandle<Result<(), ProxyError>>>,
 }
@@ -468,6 +469,7 @@ impl Proxy {
         let admin = server.admin_addr();
         let stats = server.stats();
         let throttle = server.throttle();
+        let hurry = server.hurry();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = rx.await;
@@ -477,6 +479,7 @@ impl Proxy {
             admin,
             stats,
             throttle,
+            hurry,
             shutdown: Some(tx),
             task: Some(task),
         }

@@ -18,7 +18,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use zipwire_proxy::{ProxyConfig, TlsReloader};
+use zipwire_proxy::{Hurry, ProxyConfig, TlsReloader};
 
 use crate::cli::ProxyArgs;
 use crate::proxy::raw::{
@@ -43,23 +43,33 @@ pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     out.flush()?;
-    zipwire_proxy::run_blocking_with(config, |server| signals(server.tls_reloader()))
-        .context("proxy")?;
+    zipwire_proxy::run_blocking_with(config, |server| {
+        signals(server.tls_reloader(), server.hurry())
+    })
+    .context("proxy")?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]); until then each SIGHUP reloads
+/// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]), after which a second one resets
+/// the connections still open at once ([`Hurry`]); until then each SIGHUP reloads
 /// the TLS certificates, as it makes nginx reload its configuration, and SIGUSR1 (the
 /// tunnel's stats report, HAProxy's soft stop, nginx's log reopening) is logged and ignored:
 /// until 2026-11-28 its default action ended the proxy at once, cutting every response.
 /// Called inside the runtime before the first client is accepted, so the handlers are in
 /// place by then.
-fn signals(reloader: Option<TlsReloader>) -> impl std::future::Future<Output = ()> {
+fn signals(reloader: Option<TlsReloader>, hurry: Hurry) -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     #[cfg(unix)]
     let user1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1());
-    let shutdown = shutdown_signal();
+    let shutdown = async move {
+        shutdown_signal().await;
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::warn!("second stop signal: resetting the connections still open");
+            hurry.now();
+        });
+    };
     async move {
         #[cfg(unix)]
         let ignore_user1 = async {
