@@ -138,7 +138,9 @@ cpus=$(nproc)
 ulimit -n "$(ulimit -Hn)"
 
 zipwire_ok=0
-if [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]]; then
+# MODE=cache runs CACHE_PROXIES (zipwire's rows among them by default), not PROXIES: until
+# 2026-11-28 a PROXIES without zipwire left its cache rows out without a word.
+if [ "$MODE" = cache ] || [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]]; then
     if "$ZIPWIRE" proxy --help > /dev/null 2>&1; then
         zipwire_ok=1
     else
