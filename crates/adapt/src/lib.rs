@@ -9,6 +9,7 @@
 //!   not flap around a limit (HAProxy's `maxcompcpuusage` and `maxcomprate`).
 //! - [`MemoryGate`] caps the total memory of compression buffers: a stream takes a
 //!   [`Permit`] for its buffers before it starts compressing and gives it back on drop.
+//! - [`LogThrottle`] lets a repeated warning through once per interval, with a count.
 //!
 //! # Design
 //!
@@ -36,7 +37,9 @@
 #![warn(missing_docs)]
 
 pub mod budget;
+pub mod log_throttle;
 pub mod memory;
 
 pub use budget::{Budget, BudgetSpec, BudgetState, ThrottleReason, Usage};
+pub use log_throttle::LogThrottle;
 pub use memory::{MemoryGate, Permit};

@@ -28,6 +28,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
+use zipwire_adapt::LogThrottle;
 
 use crate::body::Body;
 use crate::routes::{Dashboard, Source};
@@ -49,6 +50,9 @@ pub async fn serve(listener: TcpListener, stats: Arc<dyn Source>, dashboard: Das
     .await;
 }
 
+/// How often a failing accept (out of descriptors, say) is logged.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
+
 /// Serves `answer`'s responses on `listener` over HTTP/1.1 until the task is dropped, with
 /// the module's guards: a connection limit, a head and a send timeout, and a `421` to a request
 /// on a loopback listener whose `Host` is not local.
@@ -57,6 +61,8 @@ where
     F: Fn(&Request<Incoming>) -> Response<Body> + Clone + Send + Sync + 'static,
 {
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // Out of descriptors, accept fails every pause: one warning per interval, with a count.
+    let mut failing = LogThrottle::new(ACCEPT_WARN_EVERY);
     loop {
         let Ok(permit) = permits.clone().acquire_owned().await else {
             return;
@@ -64,7 +70,9 @@ where
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
-                warn!(%error, "admin accept failed");
+                if let Some(held) = failing.due(std::time::Instant::now()) {
+                    warn!(%error, failed_since_last_warning = held, "admin accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }

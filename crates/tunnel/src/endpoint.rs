@@ -14,12 +14,13 @@ use tokio::sync::Semaphore;
 use tokio::time::timeout;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tracing::{debug, info, warn};
+use zipwire_adapt::LogThrottle;
 
 use crate::drain::Drain;
 use crate::handshake::{self, HandshakeError, Hello, Status};
 use crate::keepalive;
 use crate::relay::{relay, Shared};
-use crate::startups::{Limits, Startup, Startups, Throttle};
+use crate::startups::{Limits, Startup, Startups};
 use crate::stats::Stats;
 use crate::tcp_info::LinkProbe;
 use crate::tls;
@@ -146,7 +147,7 @@ impl Server {
     pub async fn run(self) -> io::Result<()> {
         let limits = self.role.limits;
         let startups = Arc::new(Startups::new(limits.max_startups));
-        let mut evictions = Throttle::new(LOG_EVERY);
+        let mut evictions = LogThrottle::new(LOG_EVERY);
         let failures = Arc::new(LoginWarnings::default());
         let shed = startups.clone();
         accept_loop(
@@ -199,7 +200,7 @@ where
     S: FnMut() -> bool,
 {
     let mut backoff = BACKOFF.0;
-    let mut failing = Throttle::new(LOG_EVERY);
+    let mut failing = LogThrottle::new(LOG_EVERY);
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -361,7 +362,7 @@ enum Failed {
 /// held back: a scanner making 2,000 connections a second must not write 2,000 lines (until
 /// 2026-11-27 it wrote 336 KB of them), and the first of each kind still shows.
 #[derive(Debug, Default)]
-struct LoginWarnings([Mutex<Option<Throttle>>; 4]);
+struct LoginWarnings([Mutex<Option<LogThrottle>>; 4]);
 
 impl LoginWarnings {
     /// Whether a warning of `kind` may be logged now, and how many were held back before it.
@@ -370,7 +371,7 @@ impl LoginWarnings {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         throttle
-            .get_or_insert_with(|| Throttle::new(LOG_EVERY))
+            .get_or_insert_with(|| LogThrottle::new(LOG_EVERY))
             .due(std::time::Instant::now())
     }
 }

@@ -13,7 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -166,38 +166,6 @@ impl Drop for Startup {
     }
 }
 
-/// Lets a repeated warning through at most once per interval, counting what it held back.
-#[derive(Debug)]
-pub(crate) struct Throttle {
-    every: Duration,
-    last: Option<Instant>,
-    held: u64,
-}
-
-impl Throttle {
-    pub(crate) fn new(every: Duration) -> Throttle {
-        Throttle {
-            every,
-            last: None,
-            held: 0,
-        }
-    }
-
-    /// Whether to log now; if so, how many were held back since the last time.
-    pub(crate) fn due(&mut self, now: Instant) -> Option<u64> {
-        match self.last {
-            Some(last) if now.duration_since(last) < self.every => {
-                self.held += 1;
-                None
-            }
-            _ => {
-                self.last = Some(now);
-                Some(std::mem::take(&mut self.held))
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,16 +224,5 @@ mod tests {
         assert!(out);
         assert!(first.evicted.try_recv().is_ok());
         assert!(second.evicted.try_recv().is_err());
-    }
-
-    #[test]
-    fn a_throttled_warning_comes_once_per_interval_with_a_count() {
-        let mut throttle = Throttle::new(Duration::from_secs(10));
-        let t0 = Instant::now();
-        assert_eq!(throttle.due(t0), Some(0));
-        for ms in 1..100 {
-            assert_eq!(throttle.due(t0 + Duration::from_millis(ms)), None);
-        }
-        assert_eq!(throttle.due(t0 + Duration::from_secs(11)), Some(99));
     }
 }

@@ -394,6 +394,8 @@ fn serve(
                     else => break,
                 }
             }
+            // Never a reason to stop.
+            std::future::pending::<()>().await;
         };
         tokio::select! {
             result = endpoint => result,

@@ -642,3 +642,44 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
         assert_eq!(tls_client::get(stream), b"hello");
     }
 }
+
+/// Out of descriptors, accept fails at every pause (50 ms): until 2026-11-28 each failure was
+/// a warning, about 20 lines a second; now one per 10 s, with a count.
+#[test]
+fn out_of_descriptors_the_accept_loop_warns_once_per_interval() {
+    let upstream = origin();
+    // A hard limit of 64 descriptors: the proxy cannot raise past it.
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" proxy --threads 1 --listen 127.0.0.1:0 --upstream \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_zipwire"))
+        .arg(format!("http://{upstream}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start zipwire proxy");
+    let mut proxy = Running(child);
+    let log = Log::of(&mut proxy.0);
+    let addr = listening_addr(&log.wait_for("proxy listening"));
+    let held: Vec<std::net::TcpStream> = (0..100)
+        .filter_map(|_| std::net::TcpStream::connect(addr).ok())
+        .collect();
+    let first = log.wait_for("accept failed");
+    assert!(first.contains("failed_since_last_warning=0"), "{first}");
+    // Two seconds of failing accepts: about 40 attempts, at most one more warning.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut warnings = 0;
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match log.0.recv_timeout(left) {
+            Ok(line) if line.contains("accept failed") => warnings += 1,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(warnings <= 1, "{warnings} more warnings in 2 s");
+    assert!(
+        proxy.0.try_wait().expect("wait").is_none(),
+        "the proxy exited"
+    );
+    drop(held);
+}

@@ -38,11 +38,14 @@ use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
 use crate::exchange::service::Proxy;
 use crate::settings::{ProxyConfig, Timeouts};
-use zipwire_adapt::{BudgetSpec, MemoryGate};
+use zipwire_adapt::{BudgetSpec, LogThrottle, MemoryGate};
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
 /// while the condition lasts.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How often a failing accept is logged.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// A bound, not yet running, compressing reverse proxy.
 ///
@@ -268,6 +271,7 @@ impl Server {
         let mut tasks = JoinSet::new();
         let abandoned = Abandoned::default();
         let next_id = AtomicU64::new(0);
+        let mut failing = LogThrottle::new(ACCEPT_WARN_EVERY);
         tokio::pin!(shutdown);
         loop {
             while tasks.try_join_next().is_some() {}
@@ -284,7 +288,11 @@ impl Server {
                 (listener, accepted) = listeners.accept() => match accepted {
                     Ok(accepted) => (listener, accepted),
                     Err(error) => {
-                        warn!(%error, "accept failed");
+                        // Out of descriptors this fails every pause: one warning per
+                        // interval, with a count (until 2026-11-28, 20 lines a second).
+                        if let Some(held) = failing.due(std::time::Instant::now()) {
+                            warn!(%error, failed_since_last_warning = held, "accept failed");
+                        }
                         tokio::time::sleep(ACCEPT_BACKOFF).await;
                         continue;
                     }

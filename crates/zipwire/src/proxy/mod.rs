@@ -73,16 +73,15 @@ fn signals(reloader: Option<TlsReloader>, hurry: Hurry) -> impl std::future::Fut
     async move {
         #[cfg(unix)]
         let ignore_user1 = async {
-            match user1 {
-                Ok(mut user1) => {
-                    while user1.recv().await.is_some() {
-                        tracing::info!(
-                            "SIGUSR1 ignored: the proxy's counters are at the admin listener's /stats"
-                        );
-                    }
+            if let Ok(mut user1) = user1 {
+                while user1.recv().await.is_some() {
+                    tracing::info!(
+                        "SIGUSR1 ignored: the proxy's counters are at the admin listener's /stats"
+                    );
                 }
-                Err(_) => std::future::pending().await,
             }
+            // Never a reason to stop.
+            std::future::pending::<()>().await;
         };
         #[cfg(unix)]
         let shutdown = async {
