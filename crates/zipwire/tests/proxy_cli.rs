@@ -279,6 +279,20 @@ impl Log {
     }
 }
 
+/// Starts `command`, a proxy listening on port 0, with its stderr read by a [`Log`]; returns
+/// it, the log and the address it listens on.
+fn start_proxy(command: &mut Command) -> (Running, Log, std::net::SocketAddr) {
+    let child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start zipwire proxy");
+    let mut running = Running(child);
+    let log = Log::of(&mut running.0);
+    let addr = listening_addr(&log.wait_for("proxy listening"));
+    (running, log, addr)
+}
+
 /// Kills the child if a test fails before it is reaped.
 struct Running(std::process::Child);
 
@@ -600,7 +614,8 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
     const CLIENTS: usize = 400;
     const PER_CLIENT_MAX: u64 = 12 * 1024;
     let upstream = keep_alive_origin();
-    let child = zipwire()
+    let mut command = zipwire();
+    command
         .args([
             "proxy",
             "--listen",
@@ -610,14 +625,8 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
             "--no-access-log",
         ])
         .arg("--upstream")
-        .arg(format!("http://{upstream}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let mut running = Running(child);
-    let log = Log::of(&mut running.0);
-    let addr = listening_addr(&log.wait_for("proxy listening"));
+        .arg(format!("http://{upstream}"));
+    let (running, _log, addr) = start_proxy(&mut command);
     // The first client's request warms up the pools and the upstream connection.
     let mut first = std::net::TcpStream::connect(addr).expect("connect");
     assert_eq!(tls_client::get(&mut first), b"hello");
@@ -649,18 +658,13 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
 fn out_of_descriptors_the_accept_loop_warns_once_per_interval() {
     let upstream = origin();
     // A hard limit of 64 descriptors: the proxy cannot raise past it.
-    let child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg("ulimit -n 64 && exec \"$0\" proxy --threads 1 --listen 127.0.0.1:0 --upstream \"$1\"")
         .arg(env!("CARGO_BIN_EXE_zipwire"))
-        .arg(format!("http://{upstream}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let mut proxy = Running(child);
-    let log = Log::of(&mut proxy.0);
-    let addr = listening_addr(&log.wait_for("proxy listening"));
+        .arg(format!("http://{upstream}"));
+    let (mut proxy, log, addr) = start_proxy(&mut command);
     let held: Vec<std::net::TcpStream> = (0..100)
         .filter_map(|_| std::net::TcpStream::connect(addr).ok())
         .collect();
