@@ -280,8 +280,8 @@ impl Log {
 }
 
 /// Starts `command`, a proxy listening on port 0, with its stderr read by a [`Log`]; returns
-/// it, the log and the address it listens on.
-fn start_proxy(command: &mut Command) -> (Running, Log, std::net::SocketAddr) {
+/// it, the log and its "proxy listening" line ([`listening_addr`] reads the address).
+fn start_proxy(command: &mut Command) -> (Running, Log, String) {
     let child = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -289,8 +289,8 @@ fn start_proxy(command: &mut Command) -> (Running, Log, std::net::SocketAddr) {
         .expect("start zipwire proxy");
     let mut running = Running(child);
     let log = Log::of(&mut running.0);
-    let addr = listening_addr(&log.wait_for("proxy listening"));
-    (running, log, addr)
+    let line = log.wait_for("proxy listening");
+    (running, log, line)
 }
 
 /// Kills the child if a test fails before it is reaped.
@@ -423,7 +423,8 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     let dir = tls_dir("sighup");
     let (cert, key, first) = certificate(&dir, "site", "proxy.test");
     let upstream = origin();
-    let child = zipwire()
+    let mut command = zipwire();
+    command
         .args([
             "proxy",
             "--threads",
@@ -434,14 +435,8 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
         .args(["--tls-listen", "127.0.0.1:0", "--tls-cert"])
         .arg(&cert)
         .arg("--tls-key")
-        .arg(&key)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let mut proxy = Running(child);
-    let log = Log::of(&mut proxy.0);
-    let line = log.wait_for("proxy listening");
+        .arg(&key);
+    let (mut proxy, log, line) = start_proxy(&mut command);
     assert!(line.contains("tls=true"), "{line}");
     let addr = listening_addr(&line);
 
@@ -511,20 +506,8 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
             key.display()
         ),
     );
-    let child = zipwire()
-        .args(["proxy", "--config"])
-        .arg(&config)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let proxy = {
-        let mut running = Running(child);
-        let log = Log::of(&mut running.0);
-        let addr = listening_addr(&log.wait_for("proxy listening"));
-        (running, log, addr)
-    };
-    let (running, _log, addr) = proxy;
+    let (running, _log, line) = start_proxy(zipwire().args(["proxy", "--config"]).arg(&config));
+    let addr = listening_addr(&line);
     // Warm up: one full handshake and request, so the baseline holds what one client costs.
     let mut warm = tls_client::connect(addr);
     assert_eq!(tls_client::get(&mut warm), b"hello");
@@ -626,7 +609,8 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
         ])
         .arg("--upstream")
         .arg(format!("http://{upstream}"));
-    let (running, _log, addr) = start_proxy(&mut command);
+    let (running, _log, line) = start_proxy(&mut command);
+    let addr = listening_addr(&line);
     // The first client's request warms up the pools and the upstream connection.
     let mut first = std::net::TcpStream::connect(addr).expect("connect");
     assert_eq!(tls_client::get(&mut first), b"hello");
@@ -664,7 +648,8 @@ fn out_of_descriptors_the_accept_loop_warns_once_per_interval() {
         .arg("ulimit -n 64 && exec \"$0\" proxy --threads 1 --listen 127.0.0.1:0 --upstream \"$1\"")
         .arg(env!("CARGO_BIN_EXE_zipwire"))
         .arg(format!("http://{upstream}"));
-    let (mut proxy, log, addr) = start_proxy(&mut command);
+    let (mut proxy, log, line) = start_proxy(&mut command);
+    let addr = listening_addr(&line);
     let held: Vec<std::net::TcpStream> = (0..100)
         .filter_map(|_| std::net::TcpStream::connect(addr).ok())
         .collect();
