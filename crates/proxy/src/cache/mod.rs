@@ -22,6 +22,7 @@ pub(crate) mod fill;
 pub(crate) mod key;
 pub(crate) mod policy;
 pub(crate) mod purge;
+pub(crate) mod range;
 pub(crate) mod recompress;
 pub(crate) mod revalidate;
 pub(crate) mod serve;

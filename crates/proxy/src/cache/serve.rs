@@ -8,8 +8,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderValue, AGE, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_LOCATION, ETAG,
-    IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_RANGE, IF_UNMODIFIED_SINCE, LAST_MODIFIED,
-    LOCATION, RANGE, SET_COOKIE, TRANSFER_ENCODING, UPGRADE,
+    IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_UNMODIFIED_SINCE, LAST_MODIFIED, LOCATION,
+    RANGE, SET_COOKIE, TRANSFER_ENCODING, UPGRADE,
 };
 use http::request::Parts;
 use http::{Method, Response, StatusCode, Version};
@@ -20,6 +20,7 @@ use zipwire_codec::Limits;
 use crate::cache::fill::{Fill, FillLock, Turn};
 use crate::cache::key::{self, Selected};
 use crate::cache::policy::{self, Length, Privacy, RequestRules};
+use crate::cache::range;
 use crate::cache::revalidate;
 use crate::cache::store::{Entry, StoredBody, Variant};
 use crate::cache::{variant, Cache, CacheCounters, CacheMode};
@@ -41,9 +42,9 @@ const CONNECTION_OPTIONS: [&str; 4] = ["close", "keep-alive", "upgrade", "te"];
 /// What the cache makes of a request.
 #[derive(Debug)]
 pub(crate) enum Lookup {
-    /// Nothing: it goes to the origin as without a cache (ranges, preconditions other than
-    /// `If-None-Match`/`If-Modified-Since`, `no-store`, upgrades, safe methods other than
-    /// GET and HEAD).
+    /// Nothing: it goes to the origin as without a cache (a range on a miss, or validated by
+    /// a date; preconditions other than `If-None-Match`/`If-Modified-Since`, `no-store`,
+    /// upgrades, safe methods other than GET and HEAD).
     Bypass,
     /// An unsafe method: a non-error response invalidates the key (RFC 9111 §4.4).
     Invalidate { key: String },
@@ -113,7 +114,8 @@ impl Cache {
         let headers = &request.headers;
         let rules = RequestRules::from_headers(headers);
         if rules.no_store
-            || [RANGE, IF_RANGE, IF_MATCH, IF_UNMODIFIED_SINCE, UPGRADE]
+            || !range::may_use_cache(method, headers)
+            || [IF_MATCH, IF_UNMODIFIED_SINCE, UPGRADE]
                 .iter()
                 .any(|name| headers.contains_key(name))
         {
@@ -135,6 +137,14 @@ impl Cache {
             .store
             .find(&key, headers)
             .filter(|entry| !authorized || entry.shared_with_credentials);
+        // A range is served from a stored identity 200 alone; otherwise, and on a miss, it
+        // goes to the origin as without a cache (a 206 is not stored).
+        if *method == Method::GET
+            && headers.contains_key(RANGE)
+            && !entry.as_deref().is_some_and(range::servable)
+        {
+            return Lookup::Bypass;
+        }
         Lookup::Use(Use {
             key,
             entry,
@@ -431,6 +441,12 @@ impl Cache {
             if revalidate::client_not_modified(&request.headers, &headers) {
                 return Ok(self.not_modified(entry, headers, facts));
             }
+        }
+        // §13.2.2: after `If-None-Match`, a range.
+        if let Some(part) =
+            range::respond(entry, request, facts, encoders.rules, self.age_of(entry))?
+        {
+            return Ok(part);
         }
         let stored = match decision {
             Decision::Compress { coding, .. } => self.stored_variant(key, entry, request, coding),
