@@ -36,8 +36,10 @@ pub enum Command {
     /// load of gzip-accepting clients, with compression off and at several levels.
     Demo(DemoArgs),
     /// Compress files like gzip (FILE becomes FILE.gz), in parallel on large inputs.
+    #[command(infer_long_args = true)]
     Compress(FileArgs),
     /// Decompress files like gunzip (FILE.gz becomes FILE); same flags as compress.
+    #[command(infer_long_args = true)]
     Decompress(FileArgs),
     /// Encrypted TCP tunnel (like `ssh -L -C`) that compresses only when it pays.
     Tunnel(TunnelArgs),

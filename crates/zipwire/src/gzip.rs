@@ -1,5 +1,9 @@
 //! `zipwire compress` / `zipwire decompress`, and the binary run as `gzip`, `gunzip` or
-//! `zcat`: gzip's flags parsed here, the work done by `zipwire-cli`.
+//! `zcat`: gzip's flags parsed here (and, for the gzip names, the `GZIP` variable: [`env`]),
+//! the work done by `zipwire-cli`. Long options may be shortened to any prefix that names
+//! one option, as getopt_long lets gzip's be (`--decomp --stdo`).
+
+mod env;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
@@ -62,6 +66,10 @@ pub struct FileArgs {
     #[arg(long)]
     pub rsyncable: bool,
 
+    /// Accepted for gzip's scripts; no effect on Unix, as in gzip (says so unless -q).
+    #[arg(short = 'a', long)]
+    pub ascii: bool,
+
     /// Display the license and exit.
     #[arg(short = 'L', long)]
     pub license: bool,
@@ -91,7 +99,11 @@ pub struct FileArgs {
 
 /// The binary run as `gzip`, `gunzip` or `zcat`.
 #[derive(Debug, Parser)]
-#[command(version, about = "zipwire, run as gzip: compress or decompress files")]
+#[command(
+    version,
+    about = "zipwire, run as gzip: compress or decompress files",
+    infer_long_args = true
+)]
 pub struct GzipCli {
     /// gzip's flags.
     #[command(flatten)]
@@ -133,10 +145,30 @@ impl Personality {
     }
 }
 
-/// Runs as `gzip`, `gunzip` or `zcat`, parsing the process's arguments.
+/// Runs as `gzip`, `gunzip` or `zcat`, parsing the process's arguments after the options
+/// in `GZIP`.
 pub fn run_as(personality: Personality) -> ExitCode {
+    let program = personality.name();
+    let from_env = match env::parse(program, std::env::var_os("GZIP").as_deref()) {
+        Ok(options) => options,
+        Err(message) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{message}\nTry `{program} --help' for more information."
+            );
+            return ExitCode::from(1);
+        }
+    };
+    if from_env.warn {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{program}: warning: GZIP environment variable is deprecated; use an alias or script"
+        );
+    }
     let cli = GzipCli::parse_from(
-        std::iter::once(OsString::from(personality.name())).chain(std::env::args_os().skip(1)),
+        std::iter::once(OsString::from(program))
+            .chain(from_env.args.into_iter().map(OsString::from))
+            .chain(std::env::args_os().skip(1)),
     );
     let mut args = cli.args;
     match personality {
@@ -168,6 +200,12 @@ pub fn run(args: &FileArgs, verbose: bool, program: &str) -> ExitCode {
             args.suffix.to_string_lossy()
         );
         return ExitCode::from(1);
+    }
+    if args.ascii && !args.quiet.quiet() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{program}: option --ascii ignored on this system"
+        );
     }
     let mode = if args.list {
         Mode::List
@@ -273,6 +311,7 @@ impl Args for QuietFlag {
             Arg::new("quiet")
                 .short('q')
                 .long("quiet")
+                .visible_alias("silent")
                 .action(ArgAction::Count)
                 .help("Suppress warnings and the progress bar"),
         )
