@@ -374,7 +374,17 @@ impl Job<'_> {
                             options.force,
                             header_time(options, done.mtime),
                         )
-                        .map(|()| done)
+                        .map(|not_given| {
+                            // gzip's copy_stat: the file stays, with a warning each.
+                            for err in not_given {
+                                self.warn(format_args!(
+                                    "{}: {}",
+                                    target.display(),
+                                    io_message(&err)
+                                ));
+                            }
+                            done
+                        })
                         .map_err(StreamError::Write)
                 }),
                 Err(err) => Err(StreamError::Write(err)),

@@ -72,7 +72,11 @@ impl Staged {
 
     /// Flushes the data to disk, gives the file `like`'s permissions, owner (when allowed) and
     /// times (its modification time `modified` instead, when given), and moves it to
-    /// `target`: replacing an existing file only if `overwrite`.
+    /// `target`: replacing an existing file only if `overwrite`. Returns what could not be
+    /// given (times, then permissions, gzip's order): the file is in place all the same, as
+    /// gzip's is with a warning, since a file system that refuses `chmod` (FUSE mounts such
+    /// as `bindfs --chmod-deny`, vfat) holds the data whole. Until 2026-11-28 such a refusal
+    /// failed the file, and nothing could be compressed onto those file systems.
     ///
     /// # Errors
     ///
@@ -84,9 +88,11 @@ impl Staged {
         like: Option<&Metadata>,
         overwrite: bool,
         modified: Option<SystemTime>,
-    ) -> io::Result<()> {
+    ) -> io::Result<Vec<io::Error>> {
         self.file.flush()?;
         let file = self.file.get_ref();
+        let mut not_given = Vec::new();
+        let mut mode = None;
         if let Some(meta) = like {
             // As gzip's copy_stat: the group, the mode, then the owner, each on its own. Only
             // root may give a file away; a user who may not keep the input's owner still keeps
@@ -94,31 +100,29 @@ impl Staged {
             // group's members their access). The mode is the permission bits alone: set-id
             // and sticky files are not replaced (see the job), and no output gains those bits.
             let _ = std::os::unix::fs::fchown(file, None, Some(meta.gid()));
-            file.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o777))?;
+            mode = file
+                .set_permissions(fs::Permissions::from_mode(meta.mode() & 0o777))
+                .err();
             let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), None);
             let mut times = FileTimes::new().set_modified(meta.modified()?);
             if let Ok(accessed) = meta.accessed() {
                 times = times.set_accessed(accessed);
             }
-            file.set_times(times)?;
+            not_given.extend(file.set_times(times).err());
         }
         if let Some(modified) = modified {
-            file.set_modified(modified)?;
+            if let Err(err) = file.set_modified(modified) {
+                if not_given.is_empty() {
+                    not_given.push(err);
+                }
+            }
         }
+        not_given.extend(mode);
         file.sync_all()?;
         if overwrite {
             fs::rename(&self.temp, target)?;
         } else {
-            // A link fails if the target appeared meanwhile: never clobber without -f.
-            match fs::hard_link(&self.temp, target) {
-                Ok(()) => fs::remove_file(&self.temp)?,
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(err),
-                // File systems without hard links: check, then rename.
-                Err(_) if fs::symlink_metadata(target).is_ok() => {
-                    return Err(io::ErrorKind::AlreadyExists.into())
-                }
-                Err(_) => fs::rename(&self.temp, target)?,
-            }
+            place_new(&self.temp, target)?;
         }
         self.committed = true;
         interrupt::unregister(&self.temp);
@@ -128,15 +132,16 @@ impl Staged {
             _ => Path::new("."),
         };
         match File::open(dir) {
-            Ok(dir) => dir.sync_all(),
+            Ok(dir) => dir.sync_all()?,
             // A directory this user may write into but not read (mode 0333) cannot be opened
             // to sync it: the file system that holds it and the output is synced instead. (An
             // error here failed a file whose output was already in place.)
             Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
-                rustix::fs::syncfs(self.file.get_ref()).map_err(io::Error::from)
+                rustix::fs::syncfs(self.file.get_ref()).map_err(io::Error::from)?;
             }
-            Err(err) => Err(err),
+            Err(err) => return Err(err),
         }
+        Ok(not_given)
     }
 }
 
@@ -160,6 +165,29 @@ impl Drop for Staged {
             let _ = fs::remove_file(&self.temp);
             interrupt::unregister(&self.temp);
         }
+    }
+}
+
+/// Moves `temp` to `target` unless `target` exists: never clobber without -f. A rename
+/// with `RENAME_NOREPLACE` first; on file systems without it, a hard link (which fails if
+/// the target appeared meanwhile) and the temporary name's removal, and without links a
+/// check, then a rename. The rename comes first since 2026-11-28: on FUSE mounts the
+/// link's count stays cached at 2 for a second after the unlink, and a `gunzip` of the new
+/// file in that second refused it (`has 1 other link`).
+fn place_new(temp: &Path, target: &Path) -> io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, temp, CWD, target, RenameFlags::NOREPLACE) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::EXIST) => return Err(io::ErrorKind::AlreadyExists.into()),
+        // Not supported here (EINVAL), or by the kernel (ENOSYS): the older way.
+        Err(_) => {}
+    }
+    match fs::hard_link(temp, target) {
+        Ok(()) => fs::remove_file(temp),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(err),
+        // File systems without hard links: check, then rename.
+        Err(_) if fs::symlink_metadata(target).is_ok() => Err(io::ErrorKind::AlreadyExists.into()),
+        Err(_) => fs::rename(temp, target),
     }
 }
 
@@ -213,9 +241,10 @@ mod tests {
         let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
         let mut staged = Staged::create(&target, true).unwrap();
         staged.write_all(b"data").unwrap();
-        staged
+        let not_given = staged
             .commit(&target, Some(&like), false, Some(time))
             .unwrap();
+        assert!(not_given.is_empty(), "{not_given:?}");
         let meta = fs::metadata(&target).unwrap();
         assert_eq!(meta.modified().unwrap(), time);
         assert_eq!(meta.permissions().mode() & 0o777, 0o444);

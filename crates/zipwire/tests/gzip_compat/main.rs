@@ -14,6 +14,8 @@ use std::process::{Command, Stdio};
 
 use zipwire_testkit::{generate, require_tool, DataKind};
 
+mod environment;
+
 const BIN: &str = env!("CARGO_BIN_EXE_zipwire");
 
 /// What one run printed, returned and left behind.
@@ -731,62 +733,4 @@ fn damaged_zip_compress_and_pack_files_never_crash_the_decoder() {
             assert!(code == Some(0) && out.stdout == data, "input {i}: {stderr}");
         }
     }
-}
-
-#[test]
-fn the_gzip_variable_and_shortened_options_are_taken_as_gzip_takes_them() {
-    // GZIP's options go before the command line's; only levels, names, -q, -v and
-    // --rsyncable are taken, with gzip's deprecation warning unless the variable makes the
-    // program quiet (until 2026-11-28 the variable was ignored). The level it sets shows in
-    // the size: the same as the flag's, and not the default's.
-    let same_size = |env: &str, flags: &str| {
-        format!("[ $(GZIP='{env}' gzip -c t | wc -c) -eq $(gzip {flags} -c t | wc -c) ]")
-    };
-    let taken = format!(
-        "{} && {} && ! {} && echo taken",
-        same_size("-9", "-9"),
-        same_size("-9", "-9 -q"),
-        same_size("-9", "-6")
-    );
-    same_as_gzip(
-        &common_files,
-        &[
-            &taken,
-            &format!("{} && echo the command line wins", same_size("-9 -q", "-1")),
-            "GZIP=-1 gzip -c t | gzip -d | cmp - t",
-            "GZIP=-q gzip -c t | gzip -d | cmp - t",
-            "GZIP='-1 -q' gzip in && ls",
-            "GZIP=-v gzip -c t > /dev/null",
-            "GZIP=-v gzip -q -c t > /dev/null",
-            "GZIP='-q -v' gzip -c t > /dev/null",
-            "GZIP=' ' gzip -c t | gzip -d | cmp - t",
-            "GZIP='--fast --no-name --rsync --sil' gzip -c t | gzip -d | cmp - t",
-            "GZIP=-k gzip in; ls",
-            "GZIP=--stdout gzip in",
-            "GZIP='-S .x' gzip in",
-            "GZIP=--to gzip in",
-            "GZIP=foo gzip in",
-            "GZIP='-5 foo' gzip in",
-            "GZIP='foo -k' gzip in",
-            "GZIP=-x gzip in",
-            "GZIP=--bogus gzip in",
-            "GZIP=-- gzip in",
-        ],
-        b"",
-        Compare::Compressing,
-    );
-    // Long options shortened to a prefix that names one; -a taken and ignored, as on Unix.
-    same_as_gzip(
-        &common_files,
-        &[
-            "gzip --stdo t | gzip --decomp --stdo | cmp - t",
-            "gzip --fa --no-n --k --verb t && gzip --te --verb t.gz",
-            "gzip -a -c t | gzip -d | cmp - t",
-            "gzip --asc -c t > /dev/null",
-            "gzip -qa -c t > /dev/null",
-            "gzip --silent -c t > /dev/null",
-        ],
-        b"",
-        Compare::Compressing,
-    );
 }

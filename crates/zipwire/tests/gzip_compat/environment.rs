@@ -1,0 +1,98 @@
+//! The `GZIP` variable and shortened long options, and a file system that refuses `chmod`,
+//! under both implementations.
+
+use super::{common_files, same_as_gzip, Compare};
+use zipwire_testkit::require_tool;
+
+#[test]
+fn the_gzip_variable_and_shortened_options_are_taken_as_gzip_takes_them() {
+    // GZIP's options go before the command line's; only levels, names, -q, -v and
+    // --rsyncable are taken, with gzip's deprecation warning unless the variable makes the
+    // program quiet (until 2026-11-28 the variable was ignored). The level it sets shows in
+    // the size: the same as the flag's, and not the default's.
+    let same_size = |env: &str, with_env: &str, flags: &str| {
+        format!("[ $(GZIP='{env}' gzip {with_env} -c t | wc -c) -eq $(gzip {flags} -c t | wc -c) ]")
+    };
+    let taken = format!(
+        "{} && {} && ! {} && echo taken",
+        same_size("-9", "", "-9"),
+        same_size("-9", "", "-9 -q"),
+        same_size("-9", "", "-6")
+    );
+    // Both sides of each script end in an `echo`, so that a script failing under both
+    // implementations alike cannot pass for one they agree on.
+    let command_line_wins = format!(
+        "{} && ! {} && echo the command line wins",
+        same_size("-9 -q", "-1", "-1"),
+        same_size("-9 -q", "-1", "-9")
+    );
+    same_as_gzip(
+        &common_files,
+        &[
+            &taken,
+            &command_line_wins,
+            "GZIP=-1 gzip -c t | gzip -d | cmp - t",
+            "GZIP=-q gzip -c t | gzip -d | cmp - t",
+            "GZIP='-1 -q' gzip in && ls",
+            "GZIP=-v gzip -c t > /dev/null",
+            "GZIP=-v gzip -q -c t > /dev/null",
+            "GZIP='-q -v' gzip -c t > /dev/null",
+            "GZIP=' ' gzip -c t | gzip -d | cmp - t",
+            "GZIP='--fast --no-name --rsync --sil' gzip -c t | gzip -d | cmp - t",
+            "GZIP=-k gzip in; ls",
+            "GZIP=--stdout gzip in",
+            "GZIP='-S .x' gzip in",
+            "GZIP=--to gzip in",
+            "GZIP=foo gzip in",
+            "GZIP='-5 foo' gzip in",
+            "GZIP='foo -k' gzip in",
+            "GZIP=-x gzip in",
+            "GZIP=--bogus gzip in",
+            "GZIP=-- gzip in",
+        ],
+        b"",
+        Compare::Compressing,
+    );
+    // Long options shortened to a prefix that names one; -a taken and ignored, as on Unix.
+    same_as_gzip(
+        &common_files,
+        &[
+            "gzip --stdo t | gzip --decomp --stdo | cmp - t",
+            "gzip --fa --no-n --k --verb t && gzip --te --verb t.gz",
+            "gzip -a -c t | gzip -d | cmp - t",
+            "gzip --asc -c t > /dev/null",
+            "gzip -qa -c t > /dev/null",
+            "gzip --silent -c t > /dev/null",
+        ],
+        b"",
+        Compare::Compressing,
+    );
+}
+
+#[test]
+fn a_file_system_that_refuses_chmod_keeps_the_output_with_gzips_warning() {
+    // gzip's copy_stat warns (status 2) and keeps the output, and the input goes; until
+    // 2026-11-28 zipwire failed the file (status 1) and wrote nothing, so nothing could be
+    // compressed onto such a file system (FUSE mounts, vfat).
+    if !require_tool("bindfs") || !require_tool("fusermount") {
+        return;
+    }
+    let mounted = |work: &str| {
+        format!(
+            "mkdir s m && bindfs --chmod-deny s m && cp t m/ && {work}; \
+             fusermount -u m 2> /dev/null || umount m"
+        )
+    };
+    same_as_gzip(
+        &common_files,
+        &[
+            &mounted("gzip m/t; echo rc=$?; ls m; gzip -dc m/t.gz | cmp - t && echo same"),
+            // (A copy, not the file just compressed: FUSE caches a link count of 2 on a new
+            // name for a second, and gzip -d refuses a file with links.)
+            &mounted("cp g.gz m/ && gzip -d m/g.gz; echo rc=$?; ls m; cat m/g"),
+            &mounted("gzip -q -k m/t; echo rc=$?; ls m"),
+        ],
+        b"",
+        Compare::Compressing,
+    );
+}
