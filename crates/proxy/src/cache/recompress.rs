@@ -57,16 +57,22 @@ pub(crate) async fn run(cache: Arc<Cache>, throttle: Throttle) {
     }
 }
 
-/// The most-hit entry with a variant not yet at its best level, or one to make.
+/// The most-hit entry with a variant not yet at its best level, or one to make. The store
+/// is scanned only if such an entry may have been stored since the last scan that found
+/// none; after one that found some, it stays marked.
 fn next(cache: &Cache) -> Option<(String, Arc<Entry>)> {
-    cache
+    if !cache.store.take_unfinished() {
+        return None;
+    }
+    let found = cache
         .store
         .entries()
         .into_iter()
-        .filter(|(_, entry)| {
-            !entry.body.pending.is_empty() || entry.body.variants.iter().any(|v| !v.best)
-        })
-        .max_by_key(|(_, entry)| entry.hits.load(Ordering::Relaxed))
+        .filter(|(_, entry)| entry.body.unfinished())
+        .max_by_key(|(_, entry)| entry.hits.load(Ordering::Relaxed))?;
+    // There may be more; the next call scans again.
+    cache.store.mark_unfinished();
+    Some(found)
 }
 
 /// The entry with every variant at its best level, each verified; a variant the best level

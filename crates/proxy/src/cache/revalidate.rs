@@ -10,7 +10,7 @@ use http::header::{
 };
 
 use crate::cache::policy;
-use crate::cache::store::Entry;
+use crate::cache::store::{self, Entry};
 use crate::decide::list;
 
 /// Adds the stored validators to the request going upstream. The client's `If-None-Match`
@@ -82,7 +82,7 @@ pub(crate) fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime
         }
         headers.remove(name);
         for value in not_modified.get_all(name) {
-            headers.append(name.clone(), value.clone());
+            headers.append(name.clone(), store::detached_value(value));
         }
     }
     if !not_modified.contains_key(DATE) {

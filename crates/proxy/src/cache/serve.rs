@@ -22,7 +22,7 @@ use crate::cache::key::{self, Selected};
 use crate::cache::policy::{self, Length, Privacy, RequestRules};
 use crate::cache::range;
 use crate::cache::revalidate;
-use crate::cache::store::{Entry, StoredBody, Variant};
+use crate::cache::store::{self, Entry, StoredBody, Variant};
 use crate::cache::{variant, Cache, CacheCounters, CacheMode};
 use crate::config::Rules;
 use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
@@ -318,7 +318,7 @@ impl Cache {
             }
             return After::Forward(response, None);
         }
-        let mut headers = response.headers().clone();
+        let mut headers = store::detached(response.headers());
         forward::strip_hop_by_hop(&mut headers);
         let (directives, _) = policy::response_directives(&headers);
         for name in &Privacy::of(&headers).fields {
