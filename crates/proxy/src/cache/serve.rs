@@ -36,6 +36,10 @@ use crate::error::ProxyError;
 use crate::exchange::forward;
 use crate::exchange::upstream::UpstreamBody;
 
+/// The largest body whose variant is made on the request's own thread (a millisecond or
+/// less at the request-path levels); a larger one goes to a blocking thread.
+const INLINE_VARIANT: u64 = 128 * 1024;
+
 /// `Connection` options that name no request field the proxy would drop.
 const CONNECTION_OPTIONS: [&str; 4] = ["close", "keep-alive", "upgrade", "te"];
 
@@ -419,7 +423,7 @@ impl Cache {
     /// The response to `request` made from `entry`, with the coding the rules choose for
     /// this client: a stored variant when there is one (the encoder time it saves counted),
     /// else made now and stored beside the others.
-    pub(crate) fn serve(
+    pub(crate) async fn serve(
         &self,
         key: &str,
         entry: &Arc<Entry>,
@@ -496,7 +500,7 @@ impl Cache {
                         .fetch_add(variant.micros, Ordering::Relaxed);
                     Some(variant.bytes)
                 }
-                None => match self.add_variant(key, entry, coding, encoders.codings) {
+                None => match self.add_variant(key, entry, coding, encoders.codings).await {
                     Some(bytes) => Some(bytes),
                     None => {
                         // The encoder failed: the identity bytes, as a budget bypass would.
@@ -573,28 +577,41 @@ impl Cache {
 
     /// Compresses the entry in `coding` with the request-path encoder and stores the variant
     /// beside the others (the bytes as sent are dropped once a variant exists: a client
-    /// without a coding gets one decoded).
-    fn add_variant(
+    /// without a coding gets one decoded). A body past [`INLINE_VARIANT`] is compressed on
+    /// a blocking thread: in one piece on the runtime's thread it held up every connection
+    /// there (a 4 MB br variant, 200 ms, until 2026-11-28), where a streamed response is
+    /// compressed a call at a time between the others' turns.
+    async fn add_variant(
         &self,
         key: &str,
         entry: &Arc<Entry>,
         coding: crate::decide::negotiate::Coding,
         codings: &Codings,
     ) -> Option<Bytes> {
-        let identity = variant::identity(&entry.body).ok()?;
-        let encoder = codings.encoder(coding, Some(identity.len() as u64));
-        let cpu = thread_cpu();
-        let (bytes, micros) = variant::encode(encoder, &identity)?;
+        let encoder = codings.encoder(coding, Some(entry.body.length));
+        let stored = entry.body.clone();
+        let make = move || {
+            let identity = variant::identity(&stored).ok()?;
+            let cpu = thread_cpu();
+            let (bytes, micros) = variant::encode(encoder, &identity)?;
+            Some((
+                identity.len(),
+                bytes,
+                micros,
+                thread_cpu().saturating_sub(cpu),
+            ))
+        };
+        let made = if entry.body.length > INLINE_VARIANT {
+            tokio::task::spawn_blocking(make).await.ok().flatten()
+        } else {
+            make()
+        };
+        let (identity_len, bytes, micros, cpu) = made?;
         // Counted as a streamed compression's calls are: the stats' encoder time, input and
         // savings, this coding's totals, and what the budget reads.
         BodyMeter::with_totals(self.counters.compression.clone())
             .with_coding_totals(self.counters.codings.get(coding).meter.clone())
-            .record(
-                identity.len(),
-                bytes.len(),
-                thread_cpu().saturating_sub(cpu),
-                false,
-            );
+            .record(identity_len, bytes.len(), cpu, false);
         let mut body = entry.body.clone();
         body.as_sent = None;
         // The worker recompresses this one at the best level instead of making it anew.

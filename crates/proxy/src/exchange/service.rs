@@ -210,7 +210,9 @@ impl Proxy {
                 hit = cache.fresh(&found);
             }
             if let Some((key, entry)) = hit {
-                return self.cached_response(cache, &key, &entry, &parts, &facts, log);
+                return self
+                    .cached_response(cache, &key, &entry, &parts, &facts, log)
+                    .await;
             }
             lookup = Some(found);
         }
@@ -264,7 +266,9 @@ impl Proxy {
                     response
                 }
                 After::Serve(key, entry) => {
-                    return self.cached_response(cache, &key, &entry, &parts, &facts, log)
+                    return self
+                        .cached_response(cache, &key, &entry, &parts, &facts, log)
+                        .await
                 }
             },
             None => response,

@@ -21,7 +21,7 @@ use crate::exchange::upstream::Chain;
 
 impl Proxy {
     /// The response made from a cache entry, with the coding this client gets.
-    pub(super) fn cached_response(
+    pub(super) async fn cached_response(
         &self,
         cache: &Cache,
         key: &str,
@@ -36,7 +36,7 @@ impl Proxy {
             throttle: &self.throttle,
             gunzip: self.gunzip,
         };
-        match cache.serve(key, entry, request, facts, &encoders) {
+        match cache.serve(key, entry, request, facts, &encoders).await {
             Ok(served) => {
                 log.set_status(served.status);
                 self.count_decision(&served.decision);
