@@ -132,9 +132,15 @@ impl Fill {
         self.done = true;
         self.release();
         if self.cache.filling.epoch(&self.key) != self.epoch {
-            // Invalidated while the response came: it may predate the change.
+            // Invalidated while the response came: it may predate the change. The waiters
+            // pass the lead on, as after a fill cut short: one of them fetches the new
+            // response and the others wait for it (until 2026-11-28 a purge during a fill
+            // sent every waiter to the origin at once).
             debug!(key = self.key, "invalidated during its fill: not stored");
             self.body = BytesMut::new();
+            if let Some(lock) = &mut self.lock {
+                lock.abandoned = true;
+            }
             self.lock = None;
             return;
         }
@@ -284,6 +290,12 @@ impl Filling {
             id,
             abandoned: true,
         })
+    }
+
+    /// Whether a request fills `key` now.
+    pub(crate) fn is_filling(&self, key: &str) -> bool {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.contains_key(key)
     }
 
     /// Keys being filled now.

@@ -194,7 +194,10 @@ impl Cache {
     }
 
     /// Drops the responses of one key (`host target`), or every one: the admin purge.
+    /// Whether it dropped anything: everything, a stored response of the key, or one on its
+    /// way in (which until 2026-11-28 was voided all the same, and the purge answered 404).
     pub(crate) fn purge(&self, key: Option<&str>) -> bool {
+        let filling = key.is_some_and(|key| self.filling.is_filling(key));
         // Responses on their way in would otherwise be stored after the purge.
         self.filling.void(key);
         // Keys dropped, as the counter's documentation says (until 2026-11-28 it counted
@@ -208,7 +211,7 @@ impl Cache {
             .invalidations
             .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
         self.account();
-        key.is_none() || dropped > 0
+        key.is_none() || dropped > 0 || filling
     }
 
     /// Brings the gauges up to date after a change.

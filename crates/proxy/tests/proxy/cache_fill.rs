@@ -491,3 +491,37 @@ async fn a_fill_an_unsafe_request_invalidated_on_the_way_is_not_stored() {
     assert_eq!(again, html(BODY_LEN));
     assert_eq!(origin.hits(), 3, "served from a stale fill");
 }
+
+#[tokio::test]
+async fn a_purge_during_a_fill_passes_the_lead_to_one_waiter() {
+    // Five clients wait for a fill when the key is purged: its body is not stored (it may
+    // predate the purge), and one of them fetches the page again for the others. Until
+    // 2026-11-28 all five went to the origin, and the purge answered 404 as if it had found
+    // nothing.
+    let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
+    let proxy = proxy(&origin, |config| {
+        config.admin = Some("127.0.0.1:0".parse().expect("valid"));
+    })
+    .await;
+    let client = client();
+    let leader = first_half(&client, &proxy).await;
+    let waiters = line_up(&client, &proxy, 5).await;
+    let admin = proxy.admin.expect("an admin listener");
+    let mut stream = tokio::net::TcpStream::connect(admin)
+        .await
+        .expect("connect");
+    let purge = format!(
+        "DELETE /cache?key={}%20/page HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        proxy.addr
+    );
+    stream.write_all(purge.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    origin.gate.add_permits(10);
+    assert_eq!(leader.finish().await, html(BODY_LEN));
+    served_whole(waiters).await;
+    assert_eq!(origin.hits(), 2, "the leader's request and one waiter's");
+    assert_eq!(stores(&proxy), 1);
+}
