@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use zipwire_proxy::{CacheMode, ProxyConfig};
 
 use crate::streaming::Gunzipping;
-use crate::support::{client, fetch, gunzip, html, request, upstream, Proxy, TestClient};
+use crate::support::{client, fetch, gunzip, html, purge, request, upstream, Proxy, TestClient};
 
 const GZIP: &[(&str, &str)] = &[("accept-encoding", "gzip")];
 
@@ -506,18 +506,7 @@ async fn a_purge_during_a_fill_passes_the_lead_to_one_waiter() {
     let client = client();
     let leader = first_half(&client, &proxy).await;
     let waiters = line_up(&client, &proxy, 5).await;
-    let admin = proxy.admin.expect("an admin listener");
-    let mut stream = tokio::net::TcpStream::connect(admin)
-        .await
-        .expect("connect");
-    let purge = format!(
-        "DELETE /cache?key={}%20/page HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-        proxy.addr
-    );
-    stream.write_all(purge.as_bytes()).await.expect("write");
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await.expect("read");
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = purge(&proxy, &format!("/cache?key={}%20/page", proxy.addr)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     origin.gate.add_permits(10);
     assert_eq!(leader.finish().await, html(BODY_LEN));

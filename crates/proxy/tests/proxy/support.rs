@@ -517,6 +517,24 @@ impl Drop for Proxy {
 
 pub type TestClient = Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>;
 
+/// `DELETE target` on the proxy's admin listener: the whole answer, head and body.
+pub async fn purge(proxy: &Proxy, target: &str) -> String {
+    let admin = proxy.admin.expect("an admin listener");
+    let mut stream = tokio::net::TcpStream::connect(admin)
+        .await
+        .expect("connect");
+    let request =
+        format!("DELETE {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+        .await
+        .expect("write");
+    let mut out = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut out)
+        .await
+        .expect("read");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub fn client() -> TestClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
