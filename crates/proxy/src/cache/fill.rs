@@ -20,7 +20,7 @@
 //! failed, or its body was cut), the next waiter takes the lead and the others wait for it, all
 //! within their first `lock_timeout`; after that a request goes its own way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -45,8 +45,8 @@ pub(crate) struct Fill {
     coding: Option<Coding>,
     /// Held until the fill ends, however it ends: the waiting requests look again then.
     lock: Option<FillLock>,
-    /// The key's invalidations at lookup ([`Filling::epoch`]).
-    epoch: u64,
+    /// Where invalidations stood at lookup ([`Filling::epoch`]).
+    epoch: Epoch,
 }
 
 impl std::fmt::Debug for Fill {
@@ -67,7 +67,7 @@ impl Fill {
         key: String,
         entry: Entry,
         lock: Option<FillLock>,
-        epoch: u64,
+        epoch: Epoch,
     ) -> Fill {
         Fill {
             cache,
@@ -131,7 +131,7 @@ impl Fill {
         }
         self.done = true;
         self.release();
-        if self.cache.filling.epoch(&self.key) != self.epoch {
+        if self.cache.filling.voided(&self.key, self.epoch) {
             // Invalidated while the response came: it may predate the change. The waiters
             // pass the lead on, as after a fill cut short: one of them fetches the new
             // response and the others wait for it (until 2026-11-28 a purge during a fill
@@ -181,37 +181,39 @@ pub(crate) struct Filling {
     next_id: AtomicU64,
     /// Bytes the fills in flight hold, together.
     pub(crate) in_flight: AtomicU64,
-    /// Invalidations, counted by key hash (a few keys share each count) and for every key
-    /// at once: a fill that saw either change while its response came stores nothing.
+    /// Invalidations of one key and of every key: a fill that saw one of its key, or of all,
+    /// while its response came stores nothing.
     epochs: Epochs,
 }
 
-/// Invalidation counts: [`EPOCH_STRIPES`] of them by key hash, and one for purges of all.
-#[derive(Debug)]
+/// The invalidations of single keys, numbered, the last [`RECENT`] of them kept by key hash;
+/// and a count of purges of every key. Until 2026-11-28 the keys' invalidations were counted
+/// in 256 stripes by hash, and one voided the fills of every key in its stripe: under the
+/// HTTP cache test suite's load (100 tests at a time, some of them POSTs) a few unrelated
+/// responses went unstored in every run.
+#[derive(Debug, Default)]
 struct Epochs {
-    by_key: [AtomicU64; EPOCH_STRIPES],
+    /// (key hash, number) of the last invalidations, oldest first.
+    recent: Mutex<VecDeque<(u64, u64)>>,
+    /// The number of the last invalidation of a single key.
+    last: AtomicU64,
     all: AtomicU64,
 }
 
-/// Stripes of [`Epochs`]: an invalidation voids the fills of 1 key in this many others too,
-/// which then go unstored once.
-const EPOCH_STRIPES: usize = 256;
+/// Invalidations of single keys remembered: a fill that began more than this many ago is
+/// voided as if its key were among the forgotten ones.
+const RECENT: usize = 1024;
 
-impl Default for Epochs {
-    fn default() -> Epochs {
-        Epochs {
-            by_key: std::array::from_fn(|_| AtomicU64::new(0)),
-            all: AtomicU64::new(0),
-        }
-    }
+/// Where invalidations stood when a request looked its key up ([`Filling::epoch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Epoch {
+    last: u64,
+    all: u64,
 }
 
-impl Epochs {
-    fn stripe(&self, key: &str) -> &AtomicU64 {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
-        &self.by_key[(hash % EPOCH_STRIPES as u64) as usize]
-    }
+fn key_hash(key: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
 }
 
 /// The request filling a key: dropping its sender wakes the waiters, which then read whether
@@ -255,24 +257,51 @@ impl FillLock {
 }
 
 impl Filling {
-    /// Where invalidations of `key` stand: a fill keeps the value from its lookup, and stores
-    /// only if it is the same when its body ends (RFC 9111 §4.4: a POST that succeeds while a
-    /// GET's body is still coming must not see that body stored after it).
-    pub(crate) fn epoch(&self, key: &str) -> u64 {
+    /// Where invalidations stand: a fill keeps the value from its lookup, and stores only if
+    /// its key was not invalidated since ([`Filling::voided`]; RFC 9111 §4.4: a POST that
+    /// succeeds while a GET's body is still coming must not see that body stored after it).
+    pub(crate) fn epoch(&self) -> Epoch {
+        Epoch {
+            last: self.epochs.last.load(Ordering::Acquire),
+            all: self.epochs.all.load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether `key`, or every key, was invalidated since `since`.
+    pub(crate) fn voided(&self, key: &str, since: Epoch) -> bool {
         let epochs = &self.epochs;
-        epochs
-            .all
-            .load(Ordering::Acquire)
-            .wrapping_add(epochs.stripe(key).load(Ordering::Acquire))
+        if epochs.all.load(Ordering::Acquire) != since.all {
+            return true;
+        }
+        if epochs.last.load(Ordering::Acquire) == since.last {
+            return false;
+        }
+        let recent = epochs.recent.lock().unwrap_or_else(|e| e.into_inner());
+        // Every invalidation after `since` must still be kept, or the key's may be gone.
+        if recent
+            .front()
+            .is_none_or(|&(_, number)| number > since.last + 1)
+        {
+            return true;
+        }
+        let hash = key_hash(key);
+        recent
+            .iter()
+            .any(|&(invalidated, number)| number > since.last && invalidated == hash)
     }
 
     /// Voids the fills of `key` in flight, or of every key.
     pub(crate) fn void(&self, key: Option<&str>) {
-        let count = match key {
-            Some(key) => self.epochs.stripe(key),
-            None => &self.epochs.all,
+        let Some(key) = key else {
+            self.epochs.all.fetch_add(1, Ordering::AcqRel);
+            return;
         };
-        count.fetch_add(1, Ordering::AcqRel);
+        let mut recent = self.epochs.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let number = self.epochs.last.fetch_add(1, Ordering::AcqRel) + 1;
+        recent.push_back((key_hash(key), number));
+        if recent.len() > RECENT {
+            recent.pop_front();
+        }
     }
 
     /// Leads the fill of `key`, or joins the requests waiting for its leader.
@@ -324,6 +353,30 @@ impl Drop for FillLock {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn an_invalidation_voids_the_fills_of_its_key_alone() {
+        let filling = Filling::default();
+        let before = filling.epoch();
+        assert!(!filling.voided("h /a", before));
+        for n in 0..300 {
+            filling.void(Some(&format!("h /other{n}")));
+        }
+        assert!(!filling.voided("h /a", before), "other keys' invalidations");
+        filling.void(Some("h /a"));
+        assert!(filling.voided("h /a", before));
+        let after = filling.epoch();
+        assert!(!filling.voided("h /a", after));
+        filling.void(None);
+        assert!(filling.voided("h /b", after), "a purge of everything");
+        // More invalidations since than are remembered: the key's may be among those gone.
+        let long_ago = filling.epoch();
+        for n in 0..=RECENT {
+            filling.void(Some(&format!("h /later{n}")));
+        }
+        assert!(filling.voided("h /a", long_ago));
+        assert!(!filling.voided("h /a", filling.epoch()));
+    }
 
     #[tokio::test]
     async fn the_first_request_leads_and_the_others_wake_when_it_ends() {

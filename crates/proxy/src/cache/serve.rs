@@ -17,7 +17,7 @@ use http_body::Body;
 use tracing::debug;
 use zipwire_codec::Limits;
 
-use crate::cache::fill::{Fill, FillLock, Turn};
+use crate::cache::fill::{Epoch, Fill, FillLock, Turn};
 use crate::cache::key::{self, Selected};
 use crate::cache::policy::{self, Length, Privacy, RequestRules};
 use crate::cache::range;
@@ -71,7 +71,7 @@ pub(crate) struct Use {
     /// This request fills the key for others waiting on it.
     lock: Option<FillLock>,
     /// The key's invalidations when it was looked up.
-    epoch: u64,
+    epoch: Epoch,
 }
 
 /// What to do once the origin answered.
@@ -135,7 +135,7 @@ impl Cache {
             return Lookup::Bypass;
         }
         let key = key::primary(request);
-        let epoch = self.filling.epoch(&key);
+        let epoch = self.filling.epoch();
         let authorized = headers.contains_key(AUTHORIZATION);
         let entry = self
             .store
