@@ -28,6 +28,7 @@ use bytes::BytesMut;
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::cache::key::Selected;
 use crate::cache::store::{Entry, StoredBody};
 use crate::cache::{Cache, CacheCounters};
 use crate::decide::negotiate::Coding;
@@ -221,7 +222,22 @@ fn key_hash(key: &str) -> u64 {
 #[derive(Debug)]
 struct Leader {
     id: u64,
-    done: watch::Sender<bool>,
+    done: watch::Sender<FillState>,
+}
+
+/// How a fill stands, as the requests waiting for it see it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum FillState {
+    /// The origin has not answered yet.
+    #[default]
+    Asked,
+    /// A storable response is coming, for the requests whose `Vary` fields hold these
+    /// values: the others need not wait for its body (as Varnish wakes its waiting list once
+    /// the headers are in; until 2026-11-28 a request for another selection waited for the
+    /// whole body, up to `lock_timeout`).
+    Selects(Selected),
+    /// It ended; `true` if it stopped short (nothing stored, the lead passes on).
+    Ended(bool),
 }
 
 /// What a request that found nothing stored does.
@@ -231,7 +247,7 @@ pub(crate) enum Turn {
     Lead(FillLock),
     /// Another request fills it: wait for it to end, then look again. The value turns true
     /// if the fill was abandoned rather than stored or refused.
-    Wait(watch::Receiver<bool>),
+    Wait(watch::Receiver<FillState>),
 }
 
 /// The lock on one key's fill; dropping it wakes the requests waiting for the key.
@@ -248,6 +264,17 @@ pub(crate) struct FillLock {
 }
 
 impl FillLock {
+    /// The response coming is storable and selected by `selected`: the waiting requests it
+    /// will not answer go their own way now.
+    pub(crate) fn selects(&self, selected: &Selected) {
+        let keys = self.filling.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(leader) = keys.get(&self.key).filter(|leader| leader.id == self.id) {
+            leader
+                .done
+                .send_replace(FillState::Selects(selected.clone()));
+        }
+    }
+
     /// The origin's head is in: the response is stored, refused, or handed to a [`Fill`]
     /// (which marks its lock abandoned again if its body stops short), and the waiters look
     /// again rather than lead a new fill.
@@ -311,7 +338,7 @@ impl Filling {
             return Turn::Wait(leader.done.subscribe());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (done, _) = watch::channel(false);
+        let (done, _) = watch::channel(FillState::Asked);
         keys.insert(key.to_owned(), Leader { id, done });
         Turn::Lead(FillLock {
             filling: self.clone(),
@@ -343,7 +370,7 @@ impl Drop for FillLock {
         {
             // Dropping the sender ends every waiter's `changed()`; the value says how.
             if let Some(leader) = keys.remove(&self.key) {
-                leader.done.send_replace(self.abandoned);
+                leader.done.send_replace(FillState::Ended(self.abandoned));
             }
         }
     }
@@ -402,7 +429,11 @@ mod tests {
         for waiter in [&mut first, &mut second] {
             let woken = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
             assert!(woken.is_ok(), "woken when the leader ends");
-            assert!(!*waiter.borrow(), "a fill that ended is not abandoned");
+            assert_eq!(
+                *waiter.borrow(),
+                FillState::Ended(false),
+                "a fill that ended is not abandoned"
+            );
         }
         assert_eq!(filling.len(), 0);
         assert!(
@@ -423,8 +454,9 @@ mod tests {
         // Dropped before the origin answered: its client left, or the origin failed.
         drop(lock);
         let _ = tokio::time::timeout(Duration::from_secs(5), waiter.changed()).await;
-        assert!(
+        assert_eq!(
             *waiter.borrow(),
+            FillState::Ended(true),
             "the waiter reads that the fill stopped short"
         );
         assert!(

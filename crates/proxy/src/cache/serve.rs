@@ -17,7 +17,7 @@ use http_body::Body;
 use tracing::debug;
 use zipwire_codec::Limits;
 
-use crate::cache::fill::{Epoch, Fill, FillLock, Turn};
+use crate::cache::fill::{Epoch, Fill, FillLock, FillState, Turn};
 use crate::cache::key::{self, Selected};
 use crate::cache::policy::{self, Length, Privacy, RequestRules};
 use crate::cache::range;
@@ -189,9 +189,23 @@ impl Cache {
                 CacheCounters::bump(&self.counters.cache.coalesced);
                 counted = true;
             }
-            // An error is the leader gone, which is the signal; the timeout, a slow fill.
-            let woke = tokio::time::timeout_at(deadline, done.changed()).await;
-            let abandoned = woke.is_ok() && *done.borrow();
+            // Until the fill ends, or its response turns out to be for other requests than
+            // this one (which may be so already), or the time is up.
+            let abandoned = loop {
+                match done.borrow_and_update().clone() {
+                    FillState::Ended(abandoned) => break abandoned,
+                    FillState::Selects(selected) if !selected.matches(&request.headers) => {
+                        break false
+                    }
+                    _ => {}
+                }
+                match tokio::time::timeout_at(deadline, done.changed()).await {
+                    Ok(Ok(())) => {}
+                    // The leader gone: its last word says how.
+                    Ok(Err(_)) => break *done.borrow() == FillState::Ended(true),
+                    Err(_) => break false,
+                }
+            };
             match self.lookup(request) {
                 Lookup::Use(again) if abandoned && again.entry.is_none() => using = again,
                 found => return found,
@@ -342,6 +356,9 @@ impl Cache {
             headers,
             hits: Arc::default(),
         };
+        if let Some(lock) = &using.lock {
+            lock.selects(&entry.selected);
+        }
         let mut fill = Fill::new(self.clone(), using.key, entry, using.lock, using.epoch);
         if response.body().is_end_stream() {
             // Nothing to stream (a 204, an empty body): stored now.

@@ -514,3 +514,48 @@ async fn a_purge_during_a_fill_passes_the_lead_to_one_waiter() {
     assert_eq!(origin.hits(), 2, "the leader's request and one waiter's");
     assert_eq!(stores(&proxy), 1);
 }
+
+#[tokio::test]
+async fn a_request_for_another_vary_selection_does_not_wait_for_the_body() {
+    // The page varies on Accept-Language. A French request that comes while the leader's
+    // body is held learns from the leader's head that the response coming is not its own and
+    // asks the origin at once; until 2026-11-28 it waited for the whole body, or
+    // `lock_timeout`. Another request like the leader's waits and is served from the fill.
+    let origin = RawOrigin::start(
+        Framing::Chunked,
+        "max-age=60\r\nvary: accept-language",
+        Duration::ZERO,
+    )
+    .await;
+    let proxy = proxy(&origin, |config| {
+        config.cache.lock_timeout = Duration::from_secs(30);
+        config.timeouts.upstream_response = Duration::from_secs(30);
+    })
+    .await;
+    let client = client();
+    let leader = first_half(&client, &proxy).await;
+    let same = line_up(&client, &proxy, 1).await;
+    let french = {
+        let (client, url) = (client.clone(), proxy.url("/page"));
+        tokio::spawn(async move { fetch(&client, "GET", &url, &[("accept-language", "fr")]).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while origin.hits() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the French request waited for the leader's body"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    origin.gate.add_permits(2);
+    assert_eq!(leader.finish().await, html(BODY_LEN));
+    let (parts, body) = french.await.expect("the French request's task");
+    assert_eq!(parts.status, 200);
+    assert_eq!(body, html(BODY_LEN));
+    served_whole(same).await;
+    assert_eq!(
+        origin.hits(),
+        2,
+        "the like request was served from the fill"
+    );
+}
