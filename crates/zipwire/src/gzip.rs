@@ -1,5 +1,5 @@
 //! `zipwire compress` / `zipwire decompress`, and the binary run as `gzip`, `gunzip` or
-//! `zcat`: gzip's flags parsed here (and, for the gzip names, the `GZIP` variable: [`env`]),
+//! `zcat`: gzip's flags parsed here (and, for the gzip names, the `GZIP` variable: [`mod@env`]),
 //! the work done by `zipwire-cli`. Long options may be shortened to any prefix that names
 //! one option, as getopt_long lets gzip's be (`--decomp --stdo`).
 
