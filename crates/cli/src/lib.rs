@@ -122,6 +122,9 @@ pub enum Status {
     Warning,
     /// Something failed: exit 1.
     Failure,
+    /// Standard output was closed under it (`zcat f.gz | head`): exit 141, the status a shell
+    /// gives gzip, which SIGPIPE ends (128 + 13). Until 2026-11-28: 1.
+    BrokenPipe,
 }
 
 impl Status {
@@ -131,6 +134,7 @@ impl Status {
             Status::Success => 0,
             Status::Failure => 1,
             Status::Warning => 2,
+            Status::BrokenPipe => 141,
         }
     }
 }

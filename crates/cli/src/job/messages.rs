@@ -46,7 +46,7 @@ impl Job<'_> {
                 if io_err.kind() == io::ErrorKind::BrokenPipe =>
             {
                 self.stopped = true;
-                self.status = self.status.max(Status::Failure);
+                self.status = self.status.max(Status::BrokenPipe);
             }
             (StreamError::Write(_), Sink::Stdout) => self.fail("stdout", err),
             (StreamError::Write(_), Sink::File { target, .. } | Sink::Special { target, .. }) => {

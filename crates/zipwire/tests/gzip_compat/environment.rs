@@ -1,5 +1,5 @@
-//! The `GZIP` variable and shortened long options, and a file system that refuses `chmod`,
-//! under both implementations.
+//! The `GZIP` variable and shortened long options, a file system that refuses `chmod`, and
+//! standard output closed under the program, under both implementations.
 
 use super::{common_files, same_as_gzip, Compare};
 use zipwire_testkit::require_tool;
@@ -123,4 +123,20 @@ fn fuse_mounts() -> bool {
     );
     eprintln!("note: bindfs cannot mount here; skipping (this would fail under CI=true)");
     false
+}
+
+#[test]
+fn standard_output_closed_under_it_exits_as_gzip_does() {
+    // gzip is ended by SIGPIPE, which a shell reports as 141; zipwire said 1 until
+    // 2026-11-28. Megabytes of output (random bytes to compress: 5 MB of `y` compress to
+    // less than a pipe holds), of which `head` takes one byte.
+    same_as_gzip(
+        &common_files,
+        &["yes | head -c 5000000 > big && gzip -k big && \
+             (gzip -dc big.gz; echo decompressing: $? >&2) | head -c 1; \
+             head -c 3000000 /dev/urandom > noise && \
+             (gzip -c noise; echo compressing: $? >&2) | head -c 1 > /dev/null; rm noise"],
+        b"",
+        Compare::Compressing,
+    );
 }
