@@ -73,6 +73,15 @@ impl RawOrigin {
     fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+
+    /// Waits until the origin has been asked `count` times, failing with `what` after 5 s.
+    async fn wait_for_hits(&self, count: usize, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.hits() < count {
+            assert!(Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 /// Answers every request on one connection until the client closes it.
@@ -418,14 +427,9 @@ async fn when_the_leaders_client_leaves_before_the_answer_one_waiter_takes_over(
         let (client, url) = (client.clone(), url.clone());
         tokio::spawn(async move { fetch(&client, "GET", &url, GZIP).await })
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while origin.hits() < 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the leader did not reach the origin"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    origin
+        .wait_for_hits(1, "the leader did not reach the origin")
+        .await;
     let waiters = line_up(&client, &proxy, 5).await;
     leader.abort();
     served_whole(waiters).await;
@@ -472,14 +476,9 @@ async fn a_fill_an_unsafe_request_invalidated_on_the_way_is_not_stored() {
         let (client, url) = (client.clone(), proxy.url("/page"));
         tokio::spawn(async move { fetch(&client, "POST", &url, &[]).await })
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while origin.hits() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the POST never reached the origin"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    origin
+        .wait_for_hits(2, "the POST never reached the origin")
+        .await;
     // Its head (the invalidation) comes before the second chunk, which the gate holds.
     tokio::time::sleep(Duration::from_millis(300)).await;
     origin.gate.add_permits(2);
@@ -539,14 +538,9 @@ async fn a_request_for_another_vary_selection_does_not_wait_for_the_body() {
         let (client, url) = (client.clone(), proxy.url("/page"));
         tokio::spawn(async move { fetch(&client, "GET", &url, &[("accept-language", "fr")]).await })
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while origin.hits() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the French request waited for the leader's body"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    origin
+        .wait_for_hits(2, "the French request waited for the leader's body")
+        .await;
     origin.gate.add_permits(2);
     assert_eq!(leader.finish().await, html(BODY_LEN));
     let (parts, body) = french.await.expect("the French request's task");
