@@ -39,7 +39,9 @@
 pub mod budget;
 pub mod log_throttle;
 pub mod memory;
+pub mod throttle;
 
 pub use budget::{Budget, BudgetSpec, BudgetState, ThrottleReason, Usage};
 pub use log_throttle::LogThrottle;
 pub use memory::{MemoryGate, Permit};
+pub use throttle::Throttle;

@@ -8,12 +8,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::cache::CacheCounters;
 use crate::encode::body::BodyMeter;
+use zipwire_cache::CacheCounters;
 
-use crate::decide::negotiate::Coding;
-use crate::decide::rules::Bypass;
 use crate::error::{ProxyError, Side};
+use zipwire_rules::negotiate::Coding;
+use zipwire_rules::Bypass;
 
 /// The counters one [`Server`](crate::Server) shares between its connections.
 #[derive(Debug, Default)]
@@ -58,7 +58,7 @@ pub struct Counters {
     /// Compressed responses and their bytes, by coding.
     pub codings: CodingCounters,
     /// The compressed-variant cache: hits, misses, stores, memory held.
-    pub cache: CacheCounters,
+    pub cache: Arc<CacheCounters>,
 }
 
 impl Counters {
@@ -224,47 +224,6 @@ impl ErrorCounters {
         let hyper = error.downcast_ref::<hyper::Error>();
         if hyper.is_some_and(hyper::Error::is_parse) {
             Counters::bump(&self.client);
-        }
-    }
-}
-
-impl Bypass {
-    /// How many reasons there are.
-    const COUNT: usize = 13;
-
-    /// Every reason, in the order [`BypassCounters::iter`] reports them.
-    pub const ALL: [Bypass; Bypass::COUNT] = [
-        Bypass::NotAccepted,
-        Bypass::Head,
-        Bypass::Status,
-        Bypass::ContentRange,
-        Bypass::AlreadyEncoded,
-        Bypass::NoTransform,
-        Bypass::Multipart,
-        Bypass::Type,
-        Bypass::TooSmall,
-        Bypass::Budget,
-        Bypass::EventStream,
-        Bypass::Grpc,
-        Bypass::Http10,
-    ];
-
-    /// The reason's slot in [`BypassCounters`].
-    fn index(self) -> usize {
-        match self {
-            Bypass::NotAccepted => 0,
-            Bypass::Head => 1,
-            Bypass::Status => 2,
-            Bypass::ContentRange => 3,
-            Bypass::AlreadyEncoded => 4,
-            Bypass::NoTransform => 5,
-            Bypass::Multipart => 6,
-            Bypass::Type => 7,
-            Bypass::TooSmall => 8,
-            Bypass::Budget => 9,
-            Bypass::EventStream => 10,
-            Bypass::Grpc => 11,
-            Bypass::Http10 => 12,
         }
     }
 }

@@ -8,10 +8,10 @@ use http::header::{
 };
 use http::{Method, StatusCode, Version};
 
-use crate::decide::headers;
-use crate::decide::list;
 use crate::{decide, AcceptEncoding, Coding, Decision, Negotiated, RequestFacts, ResponseFacts};
 use crate::{Budget, Rules, Vary};
+use zipwire_rules::headers;
+use zipwire_rules::list;
 
 /// The offered lists every input is negotiated against.
 const OFFERED: &[&[Coding]] = &[
@@ -142,8 +142,8 @@ fn check_cache_policy(
     status: StatusCode,
     response: &HeaderMap,
 ) {
-    use crate::cache::policy::{self, Length, RequestRules};
     use std::time::{Duration, SystemTime};
+    use zipwire_cache::policy::{self, Length, RequestRules};
 
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let lifetime = policy::freshness_lifetime(response, now);

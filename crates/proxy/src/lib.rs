@@ -87,10 +87,8 @@
 #![warn(missing_docs)]
 
 mod cache;
-pub mod config;
 mod connection;
 mod counters;
-mod decide;
 mod encode;
 mod error;
 mod exchange;
@@ -101,27 +99,28 @@ mod test_bodies;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use decide::{headers, negotiate};
-pub use encode::{body, codings};
+pub use encode::body;
+pub use zipwire_codings as codings;
+pub use zipwire_rules::{forward, headers, negotiate};
 
 pub use body::{
     BodyEncoder, BodyError, BodyMeter, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
-pub use cache::{CacheCounters, CacheMode, CacheSettings, Clock};
-pub use codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
-pub use config::{ConfigError, Rules, TypePattern};
 pub use connection::server::{raise_open_files, run_blocking, run_blocking_with, Hurry, Server};
 pub use connection::tls::{check_certificates, TlsReloader};
 pub use counters::{
     BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, ProtocolCounters,
 };
-pub use decide::facts::{Budget, ContentEncoding, RequestFacts, ResponseFacts};
-pub use decide::media::MediaType;
-pub use decide::rules::{decide, Bypass, Decision, Payload, Vary};
-pub use encode::throttle::Throttle;
 pub use error::{ProxyError, Side};
-pub use negotiate::{AcceptEncoding, Coding, Negotiated, QValue};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
     ProxyConfig, Timeouts, Tls, Upstream, UpstreamRoots, UpstreamScheme, GATHER_MEMORY_PER_THREAD,
+};
+pub use zipwire_adapt::Throttle;
+pub use zipwire_cache::{CacheCounters, CacheMode, CacheSettings, Clock};
+pub use zipwire_codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
+pub use zipwire_rules::{
+    admit, decide, AcceptEncoding, Budget, Bypass, Coding, ConfigError, ContentEncoding, Decision,
+    Gate, Grant, MediaType, Negotiated, Path, Payload, QValue, RequestFacts, ResponseFacts, Rules,
+    TypePattern, Vary,
 };

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use zipwire_codec::Level;
 
-use crate::cache::CacheSettings;
-use crate::config::Rules;
 use crate::encode::body::FlushPolicy;
-use crate::encode::codings::{BrotliLevel, ZstdLevel};
+use zipwire_cache::CacheSettings;
+use zipwire_codings::{BrotliLevel, ZstdLevel};
+use zipwire_rules::Rules;
 
 /// Everything the proxy server needs to run.
 #[derive(Clone, Debug)]

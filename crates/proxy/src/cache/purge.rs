@@ -5,7 +5,7 @@
 
 use http::{StatusCode, Uri};
 
-use crate::cache::Cache;
+use zipwire_cache::Cache;
 
 /// The status and text the admin listener answers a purge with.
 pub(crate) fn answer(cache: Option<&Cache>, uri: &Uri) -> (StatusCode, &'static str) {

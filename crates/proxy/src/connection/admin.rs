@@ -20,9 +20,9 @@ use zipwire_adapt::{BudgetSpec, MemoryGate};
 use zipwire_dashboard::{Body, Dashboard, Kind};
 use zipwire_stats::{CacheStats, CodingStats, Errors, Snapshot};
 
-use crate::cache::Cache;
 use crate::counters::Counters;
-use crate::encode::throttle::Throttle;
+use zipwire_adapt::Throttle;
+use zipwire_cache::Cache;
 
 /// What the admin pages read.
 #[derive(Clone, Debug)]

@@ -33,7 +33,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::StatusCode;
 use tokio::io::AsyncWrite;
 
-use crate::exchange::forward;
+use zipwire_rules::forward;
 
 /// Bytes of 103 heads that may wait for a client that does not read them: hints are
 /// advisory, so an upstream that sends them faster than the client reads loses the later

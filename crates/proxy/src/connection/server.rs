@@ -34,10 +34,10 @@ use crate::connection::listener::{self, Listener, Listeners};
 use crate::connection::tls::{self, Acceptor, TlsReloader};
 use crate::counters::Counters;
 use crate::encode::budget;
-use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
 use crate::exchange::service::Proxy;
 use crate::settings::{ProxyConfig, Timeouts};
+use zipwire_adapt::Throttle;
 use zipwire_adapt::{BudgetSpec, LogThrottle, MemoryGate};
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin
@@ -250,7 +250,7 @@ impl Server {
             helpers.spawn(budget::govern(budget, counters.clone(), throttle.clone()));
         }
         if let Some(cache) = proxy.cache().filter(|cache| cache.settings.recompress) {
-            helpers.spawn(crate::cache::recompress::run(cache, throttle.clone()));
+            helpers.spawn(zipwire_cache::recompress::run(cache, throttle.clone()));
         }
         if let Some((listener, addr)) = admin {
             info!(%addr, "admin listening");

@@ -15,8 +15,8 @@ use tracing::info;
 use zipwire_adapt::{Budget, BudgetSpec, BudgetState};
 
 use crate::counters::Counters;
-use crate::encode::throttle::Throttle;
 use crate::settings::BudgetLimits;
+use zipwire_adapt::Throttle;
 
 /// How often the governor samples the counters.
 pub(crate) const TICK: Duration = Duration::from_millis(100);

@@ -1,8 +1,7 @@
 //! The per-response encoding: the body wrappers that compress or decompress as bytes stream
-//! ([`body`]), the content-codings behind one encoder interface ([`codings`]), and the CPU/rate budget that decides how much of that work the proxy may do
-//! ([`budget`] runs the policy, [`throttle`] holds the switches it sets).
+//! ([`body`]) with the content-codings of `zipwire-codings`, and the CPU/rate budget that
+//! decides how much of that work the proxy may do ([`budget`] runs the policy; the switches
+//! it sets are `zipwire_adapt::Throttle`).
 
 pub mod body;
 pub(crate) mod budget;
-pub mod codings;
-pub(crate) mod throttle;

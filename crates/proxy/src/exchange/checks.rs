@@ -7,7 +7,7 @@ use http::uri::Authority;
 use http::{Method, StatusCode, Version};
 
 use crate::error::ProxyError;
-use crate::exchange::forward;
+use zipwire_rules::forward;
 
 /// 414 when the request target alone is over the head limit, 431 when the whole head is
 /// (nginx answers 414 for an over-long request line too). hyper's read buffer leaves room past

@@ -11,7 +11,6 @@
 
 pub(crate) mod checks;
 pub(crate) mod connector;
-pub(crate) mod forward;
 pub(crate) mod outgoing;
 pub(crate) mod read_timeout;
 pub(crate) mod replay;

@@ -20,16 +20,16 @@ use http::{Method, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tracing::{info, Span};
 
-use crate::cache::fill::Fill;
 use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
-use crate::decide::negotiate::Coding;
-use crate::decide::rules::Bypass;
 use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
 use crate::exchange::read_timeout::UpstreamBodyError;
 use crate::exchange::upstream::UpstreamBody;
 use zipwire_adapt::Permit;
+use zipwire_cache::fill::Fill;
+use zipwire_rules::negotiate::Coding;
+use zipwire_rules::Bypass;
 
 /// A response body on its way to the client.
 pub(crate) struct ResponseBody {

@@ -27,31 +27,31 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
-use crate::cache::policy::{strip_surrogate_control, SURROGATE_CAPABILITY};
-use crate::cache::serve::After;
-use crate::cache::Cache;
-use crate::config::Rules;
 use crate::connection::cork::MoreToCome;
 use crate::connection::tunnel::{self, ClientLink};
 use crate::counters::{protocol_name, Counters};
-use crate::decide::facts::{Budget, RequestFacts, ResponseFacts};
-use crate::decide::headers;
-use crate::decide::negotiate::{Coding, Negotiated};
-use crate::decide::rules::{decide, Bypass, Decision, Payload, Vary};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
-use crate::encode::codings::Codings;
-use crate::encode::throttle::Throttle;
 use crate::error::ProxyError;
 use crate::exchange::checks;
-use crate::exchange::forward::{self, ViaEntries};
 use crate::exchange::outgoing::{AccessLog, ResponseBody};
 use crate::exchange::upgrade;
 use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
 use crate::exchange::versions::{for_http11_upstream, set_version};
 use crate::settings::ProxyConfig;
+use zipwire_adapt::Throttle;
 use zipwire_adapt::{MemoryGate, Permit};
+use zipwire_cache::policy::{strip_surrogate_control, SURROGATE_CAPABILITY};
+use zipwire_cache::After;
+use zipwire_cache::Cache;
+use zipwire_codings::Codings;
+use zipwire_rules::forward::{self, ViaEntries};
+use zipwire_rules::headers;
+use zipwire_rules::negotiate::{Coding, Negotiated};
+use zipwire_rules::Rules;
+use zipwire_rules::{admit, Decision, Gate, Grant, Path, Payload};
+use zipwire_rules::{Budget, RequestFacts, ResponseFacts};
 
 mod answers;
 
@@ -118,7 +118,7 @@ impl Proxy {
         let cache = Cache::new(
             &config.cache,
             &codings,
-            counters.clone(),
+            counters.cache.clone(),
             compression.offload,
         );
         Proxy {
@@ -466,52 +466,16 @@ impl Proxy {
             forward::single_content_length(&mut response.headers);
         }
         forward::strip_hop_by_hop(&mut response.headers);
-        let mut facts = ResponseFacts::from_parts(response.status, &response.headers);
-        if self.throttle.is_bypassing_new() {
-            facts.budget = Budget::Exhausted;
-        }
-        let mut decision = decide(request, &facts, &self.rules);
-        let mut permit = None;
-        let mut encoder = None;
-        if let Decision::Compress {
-            coding,
-            payload: Payload::Transform,
-        } = decision
-        {
-            // The rate budget is taken at admission, by the input the response is expected
-            // to bring (its length, else one call's worth).
-            let expected = facts.content_length.unwrap_or(self.flush.coalesce as u64);
-            let admitted = self.throttle.admit(expected);
-            match admitted
-                .then(|| self.memory_for(request, &facts, coding))
-                .flatten()
-            {
-                Some((held, fallback)) => {
-                    permit = held;
-                    let coding = fallback.unwrap_or(coding);
-                    encoder = Some(match fallback {
-                        Some(_) => self.codings.fallback(),
-                        None => self.codings.encoder(coding, facts.content_length),
-                    });
-                    decision = Decision::Compress {
-                        coding,
-                        payload: Payload::Transform,
-                    };
-                }
-                None => {
-                    facts.budget = Budget::Exhausted;
-                    decision = decide(request, &facts, &self.rules);
-                }
-            }
-        }
-        if matches!(decision, Decision::Decompress { .. }) && self.gunzip.is_none() {
-            // `Vary` as for a client that takes gzip (the same bytes, and a cache keeps the
-            // first response's `Vary`).
-            decision = Decision::Pass {
-                reason: Bypass::AlreadyEncoded,
-                vary: Vary::Add,
-            };
-        }
+        let facts = ResponseFacts::from_parts(response.status, &response.headers);
+        let mut gate = StreamGate {
+            proxy: self,
+            request,
+            response: &facts,
+            permit: None,
+            encoder: None,
+        };
+        let decision = admit(request, &facts, &self.rules, &mut gate, Path::Streamed);
+        let (mut permit, encoder) = (gate.permit, gate.encoder);
         if let Decision::Decompress {
             payload: Payload::Transform,
         } = decision
@@ -660,3 +624,50 @@ impl Proxy {
 /// `Surrogate-Capability`'s value: this cache's device token and what it does.
 const SURROGATE_CAPABILITY_VALUE: HeaderValue =
     HeaderValue::from_static("zipwire=\"Surrogate/1.0\"");
+
+/// The compressing side of a streamed response: the budget's switch and rate allowance (by
+/// the input the response is expected to bring: its length, else one call's worth), then the
+/// memory gate, which may grant the stateless gzip fallback instead. What it grants (the
+/// permit, the encoder) is the response body's to hold.
+struct StreamGate<'a> {
+    proxy: &'a Proxy,
+    request: &'a RequestFacts,
+    response: &'a ResponseFacts,
+    permit: Option<Permit>,
+    encoder: Option<BodyEncoder>,
+}
+
+impl Gate for StreamGate<'_> {
+    fn grant(&mut self, coding: Coding, payload: Payload) -> Grant {
+        let proxy = self.proxy;
+        if proxy.throttle.is_bypassing_new() {
+            return Grant::Refused;
+        }
+        if payload == Payload::Absent {
+            return Grant::Granted;
+        }
+        let length = self.response.content_length;
+        let expected = length.unwrap_or(proxy.flush.coalesce as u64);
+        if !proxy.throttle.admit(expected) {
+            return Grant::Refused;
+        }
+        let Some((permit, fallback)) = proxy.memory_for(self.request, self.response, coding) else {
+            return Grant::Refused;
+        };
+        self.permit = permit;
+        match fallback {
+            Some(fallback) => {
+                self.encoder = Some(proxy.codings.fallback());
+                Grant::Fallback(fallback)
+            }
+            None => {
+                self.encoder = Some(proxy.codings.encoder(coding, length));
+                Grant::Granted
+            }
+        }
+    }
+
+    fn can_gunzip(&self) -> bool {
+        self.proxy.gunzip.is_some()
+    }
+}

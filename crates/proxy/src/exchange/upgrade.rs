@@ -13,7 +13,7 @@ use http::header::{HeaderMap, HeaderValue, CONNECTION, UPGRADE};
 use http::request::Parts as RequestParts;
 use http::{Method, Version};
 
-use crate::decide::list;
+use zipwire_rules::list;
 
 /// The `Upgrade` value of a WebSocket handshake the proxy passes on, `None` for any other
 /// request.

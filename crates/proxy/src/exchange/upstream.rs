@@ -30,12 +30,12 @@ use tracing::{debug, warn};
 use crate::connection::interim::Interim;
 use crate::error::ProxyError;
 use crate::exchange::connector::UpstreamConnector;
-use crate::exchange::forward;
 use crate::exchange::read_timeout::ReadTimeout;
 use crate::exchange::replay::{Replay, ReplayBody};
 use crate::exchange::request_body::{self, RequestBody, Sent};
 use crate::exchange::upgrade;
 use crate::settings::{Timeouts, Upstream, UpstreamRoots};
+use zipwire_rules::forward;
 
 mod failure;
 mod members;

@@ -17,7 +17,7 @@ use zipwire_adapt::Permit;
 
 use super::gather::{GatherGate, Reserve, Share, STALL};
 use super::{recoded_trailers, BodyError, BodyMeter, FlushPolicy, State};
-use crate::encode::codings::{BodyEncoder, Flush};
+use zipwire_codings::{BodyEncoder, Flush};
 
 /// Why an encoder call is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl<B: Body> CompressBody<B> {
     /// Wraps `inner`, compressing with `encoder` (a fresh stream of any coding: a
     /// [`BodyEncoder`], or an encoder that converts into one, such as
     /// [`zipwire_codec::Encoder`] for gzip levels 1-3 or a
-    /// [`ZstdEncoder`](crate::encode::codings::ZstdEncoder)).
+    /// [`ZstdEncoder`](zipwire_codings::ZstdEncoder)).
     pub fn new(
         inner: B,
         encoder: impl Into<BodyEncoder>,
@@ -109,7 +109,7 @@ impl<B: Body> CompressBody<B> {
 
     /// Follows a budget's step-down switch: while it is set, calls of a stateless gzip encoder
     /// write stored blocks; the other encoders stop compressing for the rest of the body once
-    /// they have seen the switch set ([`Encode::step_down`](crate::encode::codings::Encode)).
+    /// they have seen the switch set ([`Encode::step_down`](zipwire_codings::Encode)).
     pub fn with_step_down(mut self, store_only: Arc<AtomicBool>) -> CompressBody<B> {
         self.store_only = Some(store_only);
         self
@@ -153,7 +153,7 @@ impl<B: Body> CompressBody<B> {
     ///
     /// A windowed encoder (zstd, brotli) refers back across calls, so a body of known length
     /// up to two calls is one call, compressed and freed at once (see
-    /// [`crate::encode::codings`]); a longer one is cut every `coalesce` bytes.
+    /// `zipwire_codings`); a longer one is cut every `coalesce` bytes.
     fn call_size(&self, first: usize, rest: Option<u64>) -> usize {
         let call = self.call_size_unbounded(first, rest);
         // Never more than the whole gather budget: a share cannot grow past it, and a call it

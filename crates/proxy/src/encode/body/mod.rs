@@ -16,7 +16,7 @@
 //! too.
 //!
 //! - `compress`: [`CompressBody`], which drives a [`BodyEncoder`] of any coding
-//!   ([`crate::encode::codings`]).
+//!   (`zipwire_codings`).
 //! - `gather`: [`GatherGate`], the budget all compressing bodies gather their calls in.
 //! - `gunzip`: [`DecompressBody`].
 
@@ -35,10 +35,10 @@ mod compress;
 mod gather;
 pub(crate) mod gunzip;
 
-pub use crate::encode::codings::BodyEncoder;
 pub use compress::CompressBody;
 pub use gather::GatherGate;
 pub use gunzip::DecompressBody;
+pub use zipwire_codings::BodyEncoder;
 
 /// How a [`CompressBody`] groups upstream data into encoder calls.
 ///
@@ -155,7 +155,7 @@ pub enum BodyError {
     /// The upstream's gzip body does not decode.
     Decode(DecodeError),
     /// The encoder failed (zstd or brotli out of memory): the response is incomplete.
-    Encode(crate::encode::codings::EncodeFailure),
+    Encode(zipwire_codings::EncodeFailure),
 }
 
 impl fmt::Display for BodyError {
@@ -215,9 +215,9 @@ impl State {
 }
 
 /// The upstream's trailers as a recoded body sends them: without the digests of bytes the
-/// recoding changed ([`crate::decide::headers::remove_digests`]), or `None` when nothing is left.
+/// recoding changed ([`zipwire_rules::headers::remove_digests`]), or `None` when nothing is left.
 fn recoded_trailers(mut trailers: HeaderMap) -> Option<HeaderMap> {
-    crate::decide::headers::remove_digests(&mut trailers);
+    zipwire_rules::headers::remove_digests(&mut trailers);
     (!trailers.is_empty()).then_some(trailers)
 }
 

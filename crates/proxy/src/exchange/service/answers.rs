@@ -9,15 +9,15 @@ use http::Response;
 use tracing::{debug, warn};
 
 use super::Proxy;
-use crate::cache::policy::strip_surrogate_control;
-use crate::cache::serve::Encoders;
-use crate::cache::store::Entry;
-use crate::cache::Cache;
-use crate::decide::facts::RequestFacts;
-use crate::decide::rules::{Decision, Payload};
+use crate::cache::serve::{self, Encoders};
 use crate::error::{ProxyError, Side};
 use crate::exchange::outgoing::{AccessLog, ResponseBody, Transform};
 use crate::exchange::upstream::Chain;
+use zipwire_cache::policy::strip_surrogate_control;
+use zipwire_cache::Cache;
+use zipwire_cache::Entry;
+use zipwire_rules::RequestFacts;
+use zipwire_rules::{Decision, Payload};
 
 impl Proxy {
     /// The response made from a cache entry, with the coding this client gets.
@@ -35,8 +35,9 @@ impl Proxy {
             codings: &self.codings,
             throttle: &self.throttle,
             gunzip: self.gunzip,
+            counters: &self.counters,
         };
-        match cache.serve(key, entry, request, facts, &encoders).await {
+        match serve::serve(cache, key, entry, request, facts, &encoders).await {
             Ok(served) => {
                 log.set_status(served.status);
                 self.count_decision(&served.decision);

@@ -491,7 +491,7 @@ async fn the_final_block_ends_the_body_unless_trailers_follow() {
 /// either decodes. gzip's stateless calls stay equal halves.
 #[tokio::test]
 async fn a_windowed_coding_gets_a_known_length_body_of_two_calls_in_one() {
-    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    use zipwire_codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
     const K: usize = 64 * 1024;
     let make = |coding: &str| -> BodyEncoder {
         match coding {
@@ -542,7 +542,7 @@ async fn a_windowed_coding_gets_a_known_length_body_of_two_calls_in_one() {
 /// delay, and decodes.
 #[tokio::test(start_paused = true)]
 async fn a_pause_flushes_what_a_windowed_encoder_held_back() {
-    use crate::encode::codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
+    use zipwire_codings::{BrotliEncoder, BrotliLevel, ZstdEncoder, ZstdLevel};
     let sent = text(4_000);
     for zstd in [true, false] {
         let encoder: BodyEncoder = if zstd {
@@ -643,8 +643,8 @@ async fn what_was_saved_is_never_taken_back() {
 /// buffers of a call at once, not when the body ends, so new responses can compress again.
 #[tokio::test]
 async fn a_stepped_down_window_gives_its_memory_back_to_the_gate() {
-    use crate::encode::codings::{Encode, ZstdEncoder, ZstdLevel};
     use zipwire_adapt::MemoryGate;
+    use zipwire_codings::{Encode, ZstdEncoder, ZstdLevel};
     const CALL: usize = 50_000;
     let encoder = ZstdEncoder::new(ZstdLevel::DEFAULT, 20);
     let state = encoder.memory().max(1 << 20) as u64;

@@ -1,0 +1,322 @@
+//! zstd (RFC 8878, `Content-Encoding: zstd`, §7.2) through the `zstd` crate's libzstd.
+//!
+//! # Window
+//!
+//! RFC 9659 §3 lets an HTTP client refuse windows over 8 MiB (`window_log` 23); the window
+//! log is set explicitly on every frame, to the body's size when it is known and to
+//! [`MAX_WINDOW_LOG`](crate::MAX_WINDOW_LOG) (512 KiB) otherwise, which bounds the memory a
+//! stream holds.
+//!
+//! # One call or a stream
+//!
+//! A body encoded in a single call (a known length of up to two flush-policy calls, so most
+//! pages) is compressed with `ZSTD_compress2` in a context kept per thread: no state per
+//! stream at all, and the frame header carries the content size. A longer body, or one of
+//! unknown length, gets a context of its own, created at its first call, fed with
+//! `ZSTD_e_continue` for full calls and `ZSTD_e_flush` when the upstream pauses (the client
+//! can then decode everything sent so far, RFC 8878 §3.1.1.2), and freed at the end.
+//!
+//! # Checksum
+//!
+//! Off: the frame checksum (XXH64 of the content, RFC 8878 §3.1.1) would cost a pass over the
+//! input and 4 bytes per response to guard against corruption that TCP and TLS already catch;
+//! a truncated frame is still detected, since its last block never comes. gzip's CRC is part
+//! of its format; zstd's is optional, and Caddy and nginx's zstd module leave it off too.
+//!
+//! # Step-down
+//!
+//! The frame is ended and the rest of the body goes out as raw blocks of a second frame
+//! (RFC 8878 §3.1.1.2.2, `Raw_Block`) written here: a copy, no compression, decodable by any
+//! decoder, since a zstd stream may hold several frames (§3.1).
+
+use std::cell::RefCell;
+
+use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
+use zstd::zstd_safe::{self, CCtx, CParameter, InBuffer, OutBuffer};
+
+use crate::{Encode, EncodeFailure, Flush};
+use zipwire_rules::negotiate::Coding;
+
+/// A zstd compression level: 1 (fastest) to 19. Levels past 19 need windows over RFC 9659's
+/// 8 MiB, and negative levels compress worse than gzip's fastest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ZstdLevel(u8);
+
+impl ZstdLevel {
+    /// The default, 2: see `docs/config.md` for the measurements it was chosen from.
+    pub const DEFAULT: ZstdLevel = ZstdLevel(2);
+    /// The highest level.
+    pub const MAX: u8 = 19;
+
+    /// The level, if within 1..=19.
+    pub fn new(level: u8) -> Option<ZstdLevel> {
+        (1..=Self::MAX).contains(&level).then_some(ZstdLevel(level))
+    }
+
+    /// The level as a number.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Default for ZstdLevel {
+    fn default() -> ZstdLevel {
+        ZstdLevel::DEFAULT
+    }
+}
+
+thread_local! {
+    /// The context single-call bodies are compressed in, one per runtime thread.
+    static ONE_SHOT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// The largest block of a frame (RFC 8878 §3.1.1.2.3, `Block_Maximum_Size`).
+const MAX_BLOCK: usize = 128 * 1024;
+
+/// A zstd stream.
+pub struct ZstdEncoder {
+    level: ZstdLevel,
+    window_log: u32,
+    /// The stream's own context, from its first call that does not end it.
+    context: Option<CCtx<'static>>,
+    /// Whether the first frame has started (anything was given to a context).
+    started: bool,
+    /// The rest of the body goes out as raw blocks (step-down); the raw frame's header is out.
+    raw: Option<RawFrame>,
+    finished: bool,
+}
+
+/// Where a stepped-down stream stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RawFrame {
+    /// Step-down asked, the compressed frame not yet ended.
+    Asked,
+    /// The raw frame's header is written.
+    Open,
+}
+
+impl ZstdEncoder {
+    /// A fresh stream at `level` whose window is `2^window_log` bytes (10..=23).
+    pub fn new(level: ZstdLevel, window_log: u32) -> ZstdEncoder {
+        ZstdEncoder {
+            level,
+            window_log: window_log.clamp(10, 23),
+            context: None,
+            started: false,
+            raw: None,
+            finished: false,
+        }
+    }
+
+    fn failure(reason: &'static str) -> EncodeFailure {
+        EncodeFailure {
+            coding: Coding::Zstd,
+            reason,
+        }
+    }
+
+    /// A context set up for this stream's level and window.
+    fn configure(&self, context: &mut CCtx<'static>) -> Result<(), EncodeFailure> {
+        let fail = |code| Self::failure(zstd_safe::get_error_name(code));
+        context
+            .reset(zstd_safe::ResetDirective::SessionAndParameters)
+            .map_err(fail)?;
+        for parameter in [
+            CParameter::CompressionLevel(i32::from(self.level.get())),
+            CParameter::WindowLog(self.window_log),
+            CParameter::ChecksumFlag(false),
+        ] {
+            context.set_parameter(parameter).map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the stream's context over `input` with `end`, until the directive is done.
+    fn stream(
+        &mut self,
+        input: &[u8],
+        end: ZSTD_EndDirective,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeFailure> {
+        if self.context.is_none() {
+            let mut context = CCtx::try_create().ok_or(Self::failure("out of memory"))?;
+            self.configure(&mut context)?;
+            self.context = Some(context);
+        }
+        let Some(context) = self.context.as_mut() else {
+            return Err(Self::failure("no context"));
+        };
+        self.started = true;
+        drive(context, input, end, out)
+    }
+
+    /// Compresses a whole body in one call, in the thread's context.
+    fn one_shot(&self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeFailure> {
+        ONE_SHOT.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let context = match slot.as_mut() {
+                Some(context) => context,
+                None => slot.insert(CCtx::try_create().ok_or(Self::failure("out of memory"))?),
+            };
+            self.configure(context)?;
+            // `ZSTD_e_end` on a frame's first call compresses in one pass and writes the
+            // content size into the frame header.
+            drive(context, input, ZSTD_EndDirective::ZSTD_e_end, out)
+        })
+    }
+
+    /// After a step-down: ends the compressed frame if one is open, then appends `input` as
+    /// raw blocks of a frame of its own, the last block final when `is_final`.
+    fn raw(
+        &mut self,
+        input: &[u8],
+        is_final: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeFailure> {
+        if self.raw == Some(RawFrame::Asked) {
+            if self.started {
+                self.stream(&[], ZSTD_EndDirective::ZSTD_e_end, out)?;
+            }
+            // The window's memory goes as soon as the frame is done.
+            self.context = None;
+            write_raw_frame_header(out);
+            self.raw = Some(RawFrame::Open);
+        }
+        write_raw_blocks(input, is_final, out);
+        Ok(())
+    }
+}
+
+impl Encode for ZstdEncoder {
+    fn encode(
+        &mut self,
+        input: &[u8],
+        flush: Flush,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeFailure> {
+        if self.finished {
+            return Err(Self::failure("stream already finished"));
+        }
+        if self.raw.is_some() {
+            return self.raw(input, false, out);
+        }
+        if input.is_empty() && flush == Flush::Continue {
+            return Ok(());
+        }
+        let end = match flush {
+            Flush::Continue => ZSTD_EndDirective::ZSTD_e_continue,
+            Flush::Sync => ZSTD_EndDirective::ZSTD_e_flush,
+        };
+        self.stream(input, end, out)
+    }
+
+    fn finish(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeFailure> {
+        if self.finished {
+            return Err(Self::failure("stream already finished"));
+        }
+        self.finished = true;
+        if self.raw.is_some() {
+            return self.raw(input, true, out);
+        }
+        if !self.started {
+            return self.one_shot(input, out);
+        }
+        let result = self.stream(input, ZSTD_EndDirective::ZSTD_e_end, out);
+        self.context = None;
+        result
+    }
+
+    fn step_down(&mut self, on: bool) {
+        if on && self.raw.is_none() {
+            self.raw = Some(RawFrame::Asked);
+        }
+    }
+
+    fn is_storing(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    fn memory(&self) -> usize {
+        self.context.as_ref().map_or(0, CCtx::sizeof)
+    }
+
+    fn is_windowed(&self) -> bool {
+        true
+    }
+}
+
+/// Runs `context` over `input` with `end`, appending to `out`, until the directive is done:
+/// all input taken for `ZSTD_e_continue`, nothing left to write for a flush or an end.
+fn drive(
+    context: &mut CCtx<'static>,
+    input: &[u8],
+    end: ZSTD_EndDirective,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeFailure> {
+    let mut input = InBuffer::around(input);
+    loop {
+        let left = input.src.len() - input.pos;
+        out.reserve(zstd_safe::compress_bound(left.min(4 * MAX_BLOCK)) + 64);
+        let position = out.len();
+        let mut output = OutBuffer::around_pos(out, position);
+        let remaining = context
+            .compress_stream2(&mut output, &mut input, end)
+            .map_err(|code| ZstdEncoder::failure(zstd_safe::get_error_name(code)))?;
+        let done = match end {
+            ZSTD_EndDirective::ZSTD_e_continue => input.pos == input.src.len(),
+            _ => remaining == 0,
+        };
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// Bytes a stream's own context holds at `level` with a window of `2^window_log`, as libzstd
+/// reports it (`ZSTD_sizeof_CCtx`) once the context has taken a first flushed call.
+pub fn measure(level: ZstdLevel, window_log: u32) -> usize {
+    let mut encoder = ZstdEncoder::new(level, window_log);
+    let mut out = Vec::new();
+    match encoder.encode(b"zipwire", Flush::Sync, &mut out) {
+        Ok(()) => encoder.memory(),
+        // A context that cannot even be built holds nothing; the stream will fail alike.
+        Err(_) => 0,
+    }
+}
+
+/// The window of the raw frame: 128 KiB, the largest block (RFC 8878 §3.1.1.1.2: exponent 7,
+/// mantissa 0, window `2^(10 + 7)`).
+const RAW_WINDOW_DESCRIPTOR: u8 = 7 << 3;
+
+/// A frame header with no content size, no checksum, no dictionary, not single-segment
+/// (RFC 8878 §3.1.1.1): magic number, descriptor 0, window descriptor.
+fn write_raw_frame_header(out: &mut Vec<u8>) {
+    out.extend_from_slice(&0xFD2F_B528_u32.to_le_bytes());
+    out.push(0x00);
+    out.push(RAW_WINDOW_DESCRIPTOR);
+}
+
+/// `input` as `Raw_Block`s of at most 128 KiB (RFC 8878 §3.1.1.2), the last one marked final
+/// when `is_final` (an empty final block when `input` is empty).
+fn write_raw_blocks(input: &[u8], is_final: bool, out: &mut Vec<u8>) {
+    let mut chunks = input.chunks(MAX_BLOCK).peekable();
+    if chunks.peek().is_none() {
+        if is_final {
+            out.extend_from_slice(&block_header(0, true));
+        }
+        return;
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = is_final && chunks.peek().is_none();
+        out.extend_from_slice(&block_header(chunk.len(), last));
+        out.extend_from_slice(chunk);
+    }
+}
+
+/// A raw block's 3-byte header: `Last_Block` in bit 0, `Block_Type` 0 (raw) in bits 1-2,
+/// `Block_Size` in bits 3-23, little-endian.
+fn block_header(size: usize, last: bool) -> [u8; 3] {
+    let value = (size as u32) << 3 | u32::from(last);
+    let bytes = value.to_le_bytes();
+    [bytes[0], bytes[1], bytes[2]]
+}
