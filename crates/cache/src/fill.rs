@@ -356,7 +356,7 @@ impl Filling {
 
     /// Keys being filled now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keys.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }

@@ -154,6 +154,7 @@ pub struct CacheCounters {
 }
 
 impl CacheCounters {
+    /// Adds one to `counter`.
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -162,10 +163,13 @@ impl CacheCounters {
 /// The cache one server shares between its connections.
 #[derive(Debug)]
 pub struct Cache {
+    /// The `[cache]` settings it was made with.
     pub settings: CacheSettings,
+    /// Where the entries are kept.
     pub store: Box<dyn Storage>,
     /// The keys being filled now, and who waits for them.
     pub filling: Arc<fill::Filling>,
+    /// What it counts, shared with the server's stats.
     pub counters: Arc<CacheCounters>,
     /// The request path's encoders: what a variant costs there is what each hit on a stored
     /// one saves.

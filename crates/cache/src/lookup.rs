@@ -22,7 +22,6 @@ use crate::fill::{Epoch, Fill, FillLock, FillState, Turn};
 use crate::key::{self, Selected};
 use crate::policy::{self, Length, Privacy, RequestRules};
 use crate::revalidate;
-use crate::storage::Storage;
 use crate::store::{self, Entry, StoredBody, Variant};
 use crate::{Cache, CacheCounters, CacheMode};
 
@@ -37,7 +36,10 @@ pub enum Lookup {
     /// upgrades, safe methods other than GET and HEAD).
     Bypass,
     /// An unsafe method: a non-error response invalidates the key (RFC 9111 §4.4).
-    Invalidate { key: String },
+    Invalidate {
+        /// The primary key of the request's target.
+        key: String,
+    },
     /// GET or HEAD.
     Use(Use),
 }

@@ -43,6 +43,7 @@ pub fn strip_surrogate_control(request: &HeaderMap, response: &mut HeaderMap) {
 /// The directives of one `Cache-Control`-like field that a shared cache acts on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Directives {
+    /// `no-store`.
     pub no_store: bool,
     /// `no-cache`, with or without field names: both are read as unqualified, which RFC 9111
     /// §5.2.2.4 allows (every use is revalidated).
@@ -52,8 +53,11 @@ pub struct Directives {
     /// The field names of a qualified `private`: a shared cache stores the response without
     /// them (§5.2.2.7).
     pub private_fields: Vec<HeaderName>,
+    /// `public`.
     pub public: bool,
+    /// `max-age`, in seconds.
     pub max_age: Option<u64>,
+    /// `s-maxage`, in seconds (for shared caches alone).
     pub s_maxage: Option<u64>,
     /// `must-revalidate`: the cache never serves such a response stale, which it never does
     /// anyway; kept for the `Authorization` rule (§3.5), which `proxy-revalidate` does not
@@ -284,11 +288,17 @@ impl RequestRules {
 /// Why a response is not stored; named for the debug log and the tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotStored {
+    /// A method whose responses are not stored (only GET is).
     Method,
+    /// A status the cache does not understand.
     Status,
+    /// `no-store` in the request or the response.
     NoStore,
+    /// `private` (unqualified) in the response.
     Private,
+    /// A request with `Authorization`, without a directive that allows sharing it.
     Authorization,
+    /// `Set-Cookie`, unless `store_set_cookie`.
     SetCookie,
     /// `Vary: *`, or a `Vary` member that is no field name.
     VaryStar,

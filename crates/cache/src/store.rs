@@ -51,6 +51,7 @@ const SELECTIONS_PER_KEY: usize = 8;
 /// new entry that replaces it, so a reader never sees half an update.
 #[derive(Debug)]
 pub struct Entry {
+    /// The stored response's status.
     pub status: StatusCode,
     /// The upstream's headers, hop-by-hop fields removed.
     pub headers: HeaderMap,
@@ -64,6 +65,7 @@ pub struct Entry {
     pub lifetime: Duration,
     /// Whether it may answer a request with `Authorization` (§3.5).
     pub shared_with_credentials: bool,
+    /// The body, as sent and in the variants made of it.
     pub body: StoredBody,
     /// Uses since it was stored, for the recompression order.
     pub hits: Arc<AtomicU64>,
@@ -74,7 +76,9 @@ pub struct Entry {
 /// stored coding gets a variant decoded).
 #[derive(Clone, Debug, Default)]
 pub struct StoredBody {
+    /// The bytes as the origin sent them, until a variant replaces them.
     pub as_sent: Option<Bytes>,
+    /// The body in each content coding made so far.
     pub variants: Vec<Variant>,
     /// Codings a client got this response in (the miss, compressed as it streamed) that
     /// have no stored variant yet: the background worker makes them at the best level, so
@@ -89,7 +93,9 @@ pub struct StoredBody {
 /// One coding of a compressible response.
 #[derive(Clone, Debug)]
 pub struct Variant {
+    /// Its content coding.
     pub coding: Coding,
+    /// The encoded body.
     pub bytes: Bytes,
     /// Made at the best level by the background worker.
     pub best: bool,

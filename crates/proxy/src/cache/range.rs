@@ -13,8 +13,7 @@
 
 use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_RANGE, ETAG, IF_RANGE, RANGE,
-    TRANSFER_ENCODING,
+    HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, IF_RANGE, RANGE, TRANSFER_ENCODING,
 };
 use http::request::Parts;
 use http::{Method, StatusCode, Version};

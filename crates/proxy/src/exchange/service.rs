@@ -51,7 +51,7 @@ use zipwire_rules::headers;
 use zipwire_rules::negotiate::{Coding, Negotiated};
 use zipwire_rules::Rules;
 use zipwire_rules::{admit, Decision, Gate, Grant, Path, Payload};
-use zipwire_rules::{Budget, RequestFacts, ResponseFacts};
+use zipwire_rules::{RequestFacts, ResponseFacts};
 
 mod answers;
 
