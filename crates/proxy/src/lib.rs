@@ -1,10 +1,21 @@
-//! zipwire's compressing reverse proxy: an HTTP/1 server, over cleartext and TLS, in front of
-//! origin servers that compresses their responses as they stream, and the socket-free rules
-//! it follows.
+//! zipwire's compressing reverse proxy: an HTTP/1.1 and HTTP/2 server, over cleartext and
+//! TLS, in front of origin servers, that compresses their responses as they stream and keeps
+//! a shared cache of them compressed once at the best level.
 //!
-//! The rules are pure functions of headers, tested without sockets (pingora's
-//! `decide_action` is the model); the server runs them in phases that
-//! `docs/design/proxy.md` charts.
+//! # The crates it is made of
+//!
+//! - `zipwire-rules`: the decision, pure functions of headers tested without sockets
+//!   (pingora's `decide_action` is the model). [`admit`] is where it is decided whether to
+//!   compress a response, for both the streamed and the cached path.
+//! - `zipwire-codings` ([`codings`]): each content-coding (gzip and deflate, zstd, brotli)
+//!   behind one interface, [`Encode`], with its memory measured.
+//! - `zipwire-cache`: the shared HTTP cache (RFC 9111): keys, storage, policy, compressed
+//!   variants, fill coalescing, and the worker that recompresses stored variants at the best
+//!   level (`zipwire_cache::recompress`).
+//! - `zipwire-adapt`: the CPU/rate budget and the memory gate; [`Throttle`] holds the
+//!   switches the budget sets.
+//!
+//! This crate re-exports the rules' and codings' types under the names it always had.
 //!
 //! # Brief overview
 //!
@@ -14,48 +25,32 @@
 //!   reloaded through [`Server::tls_reloader`]). Errors know their [`Side`]
 //!   ([`ProxyError::status`]); [`Server::stats`] gives the live [`Counters`],
 //!   [`Server::throttle`] the switches a budget policy sets ([`Throttle`]).
-//! - [`AcceptEncoding`] reads every `Accept-Encoding` line of a request, with q-values, and
-//!   [`AcceptEncoding::negotiate`] picks a [`Coding`] among those offered ([`negotiate`]
-//!   documents the rules, including how malformed elements are read).
-//! - [`codings`]: each content-coding the proxy produces (gzip and deflate, zstd, brotli) is a
-//!   module behind one interface, [`Encode`], that [`CompressBody`] drives: compress a call,
-//!   flush when the upstream pauses, finish, step down, report its memory.
-//! - [`RequestFacts::from_parts`] and [`ResponseFacts::from_parts`] read what the decision
-//!   needs from the method, status and headers; the caller adds the CPU/rate [`Budget`].
-//! - [`decide`] returns a [`Decision`]: compress, decompress upstream gzip for a client that
-//!   cannot read it, or pass for a named [`Bypass`] reason. A response to HEAD gets the same
-//!   decision as GET with [`Payload::Absent`].
-//! - [`headers::apply`] performs a decision's header rewrite (`Content-Encoding`,
-//!   `Content-Length`, `Accept-Ranges`, digests, weak `ETag`, one merged `Vary`) and says how
-//!   the body is now framed; [`headers::strip_accept_encoding`] prepares the request for
-//!   upstream in offload mode.
-//! - [`Rules`] is the typed configuration they follow (nginx's `gzip_min_length`,
-//!   `gzip_types`).
+//! - [`AcceptEncoding`], [`RequestFacts`], [`ResponseFacts`], [`decide`], [`admit`],
+//!   [`headers`] and [`Rules`] are the rules (see `zipwire-rules`).
+//! - [`CompressBody`] drives an [`Encode`] over a streaming body: compress a call, flush when
+//!   the upstream pauses, finish, step down, report its memory; [`DecompressBody`] decodes
+//!   upstream gzip for a client that cannot.
 //!
 //! # Where each phase lives
 //!
 //! The crate is laid out as the phases of a proxied request (pingora's phases are the
-//! model), so that a new listener, protocol or coding plugs into one place:
+//! model), so that a new listener, protocol or coding plugs into one place;
+//! `docs/design/proxy.md` charts them:
 //!
-//! - `connection/`: listeners and the client protocols on them (the accept loop over every
-//!   listener, TLS termination, HTTP/1, keep-alive and read timeouts, the admin listener).
-//!   It knows nothing of compression.
-//! - `exchange/`: one request's way to an origin and back (the request phases, forwarding
-//!   filters, the request body, the upstream pool, the response body in flight and its
-//!   access log line).
-//! - `decide/`: the pure rules, functions of headers only ([`negotiate`], the facts,
-//!   [`decide`], [`headers`]).
-//! - `encode/`: what happens to a body that the rules say to recode ([`body`]) and the
-//!   CPU/rate budget that bounds it ([`Throttle`]).
+//! 1. `connection/`: listeners and the client protocols on them (the accept loop over every
+//!    listener, TLS termination, HTTP/1.1 and HTTP/2, keep-alive and read timeouts, the admin
+//!    listener). It never looks at what a response's body becomes; its server starts the
+//!    helpers that do (the budget policy, the recompression worker).
+//! 2. `cache/`, the cache phase: a request the cache may answer gets the response made from
+//!    the stored entry, with the coding [`admit`] chooses for this client; a miss goes on.
+//! 3. `exchange/`: one request's way to an origin and back (the request phases, the request
+//!    body, the upstream pool, the response filter that calls [`admit`], the response body
+//!    in flight and its access log line).
+//! 4. `encode/`: what happens to a body that the rules say to recode ([`body`]) and the
+//!    budget policy that bounds it.
 //!
-//! [`config`] and [`settings`] are the typed configuration all of them read; [`Counters`]
-//! what they count.
-//!
-//! # Why hand-written
-//!
-//! The `http` crate gives header maps but no content negotiation; the crates that negotiate
-//! `Accept-Encoding` (inside tower-http, actix) are tied to their frameworks and do not
-//! expose the pass reasons, the HEAD handling or the gunzip case a drop-in for nginx needs.
+//! [`settings`] is the whole proxy's typed configuration ([`ProxyConfig`]); the compression
+//! rules within it are [`Rules`]. [`Counters`] is what the phases count.
 //!
 //! # Example
 //!

@@ -1,7 +1,8 @@
 //! The connection side: listeners and the client protocols spoken on them.
 //!
 //! Everything here is about sockets and framing, never about what a response's body
-//! becomes: [`server`] accepts clients (the connection limit, graceful shutdown) from every
+//! becomes (the server only starts the helpers that decide it: the budget policy and the
+//! cache's recompression worker): [`server`] accepts clients (the connection limit, graceful shutdown) from every
 //! [`listener`]; [`tls`] terminates TLS on the TLS listeners (certificates by SNI, reloads,
 //! the handshake timeout); [`http`] speaks HTTP/1.1 or HTTP/2 on one client's stream
 //! (hyper's servers); [`keepalive`] bounds the gaps between requests, the reading of one
