@@ -10,7 +10,7 @@
 //! and went with where the host placed the two cores: `zipwire compress -1 -p2` of the 100 MB
 //! slice of `large/` took 229-257 ms of CPU where one thread takes 222-226 ms. With each thread
 //! keeping its blocks it takes 225-227 ms, and the run went from 717-774 to 844-860 MB/s in
-//! alternating rounds (`docs/design/cli.md`, "Threads that keep their blocks").
+//! alternating rounds (`docs/design/notes/cli-measurements.md`, "Threads that keep their blocks").
 //!
 //! Reading is serialised by a lock, so blocks are handed out in input order, and so is
 //! writing: a thread whose block is next writes it, together with any later blocks that other

@@ -304,6 +304,7 @@ where
                 self.write_buf.advance(n);
                 debug!("flushed {} bytes", n);
                 if self.write_buf.remaining() == 0 {
+                    // zipwire patch: the head buffer's memory goes back once it is flushed.
                     self.release_flushed_headers();
                     break;
                 } else if n == 0 {
@@ -337,6 +338,7 @@ where
             self.write_buf.headers.advance(n);
             if self.write_buf.headers.remaining() == 0 {
                 self.write_buf.headers.reset();
+                // zipwire patch: the buffer's memory goes back once it is flushed.
                 self.release_flushed_headers();
                 break;
             } else if n == 0 {
