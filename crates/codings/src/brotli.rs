@@ -30,8 +30,10 @@ use brotli::enc::interface::{
 };
 use brotli::enc::StandardAlloc;
 
-use crate::{Encode, EncodeFailure, Flush};
 use zipwire_rules::negotiate::Coding;
+
+use crate::step_down::{Stepped, Stream};
+use crate::Flush;
 
 /// A brotli quality: 0 (fastest) to 11.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,39 +66,29 @@ impl Default for BrotliLevel {
 /// Output space reserved before each call into the encoder, at least.
 const MIN_RESERVE: usize = 16 * 1024;
 
-/// A brotli stream.
-pub struct BrotliEncoder {
-    level: BrotliLevel,
-    window_log: u32,
-    state: Option<Box<BrotliEncoderStateStruct<StandardAlloc>>>,
-    /// Whether the stream's header went out (the state was created).
-    started: bool,
-    /// Step-down: `Some(false)` asked, `Some(true)` the state flushed and dropped.
-    storing: Option<bool>,
-    finished: bool,
-}
+/// A brotli stream, stepped down as [`Stepped`] drives it.
+pub type BrotliEncoder = Stepped<BrotliStream>;
 
 impl BrotliEncoder {
     /// A fresh stream at `level` with a window of `2^window_log` bytes (10..=24; at least 17
     /// for qualities 5-9, whose smaller-window match finders take 34 MB of tables).
     pub fn new(level: BrotliLevel, window_log: u32) -> BrotliEncoder {
-        BrotliEncoder {
+        Stepped::starting(BrotliStream {
             level,
             window_log: effective_window_log(level, window_log),
             state: None,
-            started: false,
-            storing: None,
-            finished: false,
-        }
+        })
     }
+}
 
-    fn failure(reason: &'static str) -> EncodeFailure {
-        EncodeFailure {
-            coding: Coding::Br,
-            reason,
-        }
-    }
+/// What a brotli stream does at each step (see the module documentation).
+pub struct BrotliStream {
+    level: BrotliLevel,
+    window_log: u32,
+    state: Option<Box<BrotliEncoderStateStruct<StandardAlloc>>>,
+}
 
+impl BrotliStream {
     /// Runs the encoder over `input` with `op` until it has taken it all and, for a flush or
     /// the end, written everything out.
     fn run(
@@ -104,7 +96,7 @@ impl BrotliEncoder {
         input: &[u8],
         op: BrotliEncoderOperation,
         out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
+    ) -> Result<(), &'static str> {
         let (level, window_log) = (self.level, self.window_log);
         let state = self.state.get_or_insert_with(|| {
             let mut state = Box::new(BrotliEncoderStateStruct::new(StandardAlloc::default()));
@@ -115,7 +107,6 @@ impl BrotliEncoder {
             state.set_parameter(BrotliEncoderParameter::BROTLI_PARAM_LGWIN, window_log);
             state
         });
-        self.started = true;
         let mut available_in = input.len();
         let mut in_offset = 0;
         let mut no_metablocks = |_: &mut PredictionModeContextMap<InputReferenceMut>,
@@ -141,7 +132,7 @@ impl BrotliEncoder {
             );
             out.truncate(out_offset);
             if !ok {
-                return Err(Self::failure("encoder refused the call"));
+                return Err("encoder refused the call");
             }
             let done = available_in == 0
                 && match op {
@@ -154,22 +145,39 @@ impl BrotliEncoder {
             }
         }
     }
+}
 
-    /// After a step-down: flushes the compressed part once, then appends `input` as
-    /// uncompressed meta-blocks, and the last meta-block when `is_final`.
-    fn store(
+impl Stream for BrotliStream {
+    const CODING: Coding = Coding::Br;
+
+    fn compress(
         &mut self,
         input: &[u8],
-        is_final: bool,
+        flush: Flush,
         out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
-        if self.storing == Some(false) {
-            // A flush leaves the stream byte-aligned at a meta-block boundary; on a stream
-            // not yet started it writes the stream header (WBITS) first.
-            self.run(&[], BrotliEncoderOperation::BROTLI_OPERATION_FLUSH, out)?;
-            self.state = None;
-            self.storing = Some(true);
-        }
+    ) -> Result<(), &'static str> {
+        let op = match flush {
+            Flush::Continue => BrotliEncoderOperation::BROTLI_OPERATION_PROCESS,
+            Flush::Sync => BrotliEncoderOperation::BROTLI_OPERATION_FLUSH,
+        };
+        self.run(input, op, out)
+    }
+
+    fn end(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+        let result = self.run(input, BrotliEncoderOperation::BROTLI_OPERATION_FINISH, out);
+        self.state = None;
+        result
+    }
+
+    /// A flush leaves the stream byte-aligned at a meta-block boundary; on a stream not yet
+    /// started it writes the stream header (WBITS) first.
+    fn close(&mut self, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        self.run(&[], BrotliEncoderOperation::BROTLI_OPERATION_FLUSH, out)?;
+        self.state = None;
+        Ok(())
+    }
+
+    fn store(&mut self, input: &[u8], is_final: bool, out: &mut Vec<u8>) {
         for chunk in input.chunks(UNCOMPRESSED_MAX) {
             write_uncompressed_header(chunk.len(), out);
             out.extend_from_slice(chunk);
@@ -178,54 +186,6 @@ impl BrotliEncoder {
             // ISLAST = 1, ISLASTEMPTY = 1, then padding (RFC 7932 §9.2).
             out.push(0x03);
         }
-        Ok(())
-    }
-}
-
-impl Encode for BrotliEncoder {
-    fn encode(
-        &mut self,
-        input: &[u8],
-        flush: Flush,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
-        if self.finished {
-            return Err(Self::failure("stream already finished"));
-        }
-        if self.storing.is_some() {
-            return self.store(input, false, out);
-        }
-        if input.is_empty() && flush == Flush::Continue {
-            return Ok(());
-        }
-        let op = match flush {
-            Flush::Continue => BrotliEncoderOperation::BROTLI_OPERATION_PROCESS,
-            Flush::Sync => BrotliEncoderOperation::BROTLI_OPERATION_FLUSH,
-        };
-        self.run(input, op, out)
-    }
-
-    fn finish(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeFailure> {
-        if self.finished {
-            return Err(Self::failure("stream already finished"));
-        }
-        self.finished = true;
-        if self.storing.is_some() {
-            return self.store(input, true, out);
-        }
-        let result = self.run(input, BrotliEncoderOperation::BROTLI_OPERATION_FINISH, out);
-        self.state = None;
-        result
-    }
-
-    fn step_down(&mut self, on: bool) {
-        if on && self.storing.is_none() {
-            self.storing = Some(false);
-        }
-    }
-
-    fn is_storing(&self) -> bool {
-        self.storing.is_some()
     }
 
     fn memory(&self) -> usize {
@@ -234,10 +194,6 @@ impl Encode for BrotliEncoder {
         } else {
             0
         }
-    }
-
-    fn is_windowed(&self) -> bool {
-        true
     }
 }
 

@@ -40,9 +40,11 @@ use zipwire_rules::negotiate::Coding;
 
 pub mod brotli;
 pub mod gzip;
+pub mod step_down;
 pub mod zstd;
 
 pub use brotli::{BrotliEncoder, BrotliLevel};
+pub use step_down::Stepped;
 pub use zstd::{ZstdEncoder, ZstdLevel};
 
 /// The largest window a zstd or brotli stream of unknown length gets: 2^19 bytes (512 KiB). RFC
@@ -156,14 +158,8 @@ impl From<zipwire_codec::StatefulEncoder> for BodyEncoder {
     }
 }
 
-impl From<ZstdEncoder> for BodyEncoder {
-    fn from(encoder: ZstdEncoder) -> BodyEncoder {
-        BodyEncoder::from_encode(encoder)
-    }
-}
-
-impl From<BrotliEncoder> for BodyEncoder {
-    fn from(encoder: BrotliEncoder) -> BodyEncoder {
+impl<S: step_down::Stream + 'static> From<Stepped<S>> for BodyEncoder {
+    fn from(encoder: Stepped<S>) -> BodyEncoder {
         BodyEncoder::from_encode(encoder)
     }
 }

@@ -34,8 +34,10 @@ use std::cell::RefCell;
 use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
 use zstd::zstd_safe::{self, CCtx, CParameter, InBuffer, OutBuffer};
 
-use crate::{Encode, EncodeFailure, Flush};
 use zipwire_rules::negotiate::Coding;
+
+use crate::step_down::{Stepped, Stream};
+use crate::{Encode, Flush};
 
 /// A zstd compression level: 1 (fastest) to 19. Levels past 19 need windows over RFC 9659's
 /// 8 MiB, and negative levels compress worse than gzip's fastest.
@@ -73,60 +75,45 @@ thread_local! {
 /// The largest block of a frame (RFC 8878 §3.1.1.2.3, `Block_Maximum_Size`).
 const MAX_BLOCK: usize = 128 * 1024;
 
-/// A zstd stream.
-pub struct ZstdEncoder {
+/// A zstd stream, stepped down as [`Stepped`] drives it.
+pub type ZstdEncoder = Stepped<ZstdStream>;
+
+impl ZstdEncoder {
+    /// A fresh stream at `level` whose window is `2^window_log` bytes (10..=23).
+    pub fn new(level: ZstdLevel, window_log: u32) -> ZstdEncoder {
+        Stepped::starting(ZstdStream {
+            level,
+            window_log: window_log.clamp(10, 23),
+            context: None,
+            started: false,
+        })
+    }
+}
+
+/// What a zstd stream does at each step (see the module documentation).
+pub struct ZstdStream {
     level: ZstdLevel,
     window_log: u32,
     /// The stream's own context, from its first call that does not end it.
     context: Option<CCtx<'static>>,
     /// Whether the first frame has started (anything was given to a context).
     started: bool,
-    /// The rest of the body goes out as raw blocks (step-down); the raw frame's header is out.
-    raw: Option<RawFrame>,
-    finished: bool,
 }
 
-/// Where a stepped-down stream stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RawFrame {
-    /// Step-down asked, the compressed frame not yet ended.
-    Asked,
-    /// The raw frame's header is written.
-    Open,
-}
-
-impl ZstdEncoder {
-    /// A fresh stream at `level` whose window is `2^window_log` bytes (10..=23).
-    pub fn new(level: ZstdLevel, window_log: u32) -> ZstdEncoder {
-        ZstdEncoder {
-            level,
-            window_log: window_log.clamp(10, 23),
-            context: None,
-            started: false,
-            raw: None,
-            finished: false,
-        }
-    }
-
-    fn failure(reason: &'static str) -> EncodeFailure {
-        EncodeFailure {
-            coding: Coding::Zstd,
-            reason,
-        }
-    }
-
+impl ZstdStream {
     /// A context set up for this stream's level and window.
-    fn configure(&self, context: &mut CCtx<'static>) -> Result<(), EncodeFailure> {
-        let fail = |code| Self::failure(zstd_safe::get_error_name(code));
+    fn configure(&self, context: &mut CCtx<'static>) -> Result<(), &'static str> {
         context
             .reset(zstd_safe::ResetDirective::SessionAndParameters)
-            .map_err(fail)?;
+            .map_err(zstd_safe::get_error_name)?;
         for parameter in [
             CParameter::CompressionLevel(i32::from(self.level.get())),
             CParameter::WindowLog(self.window_log),
             CParameter::ChecksumFlag(false),
         ] {
-            context.set_parameter(parameter).map_err(fail)?;
+            context
+                .set_parameter(parameter)
+                .map_err(zstd_safe::get_error_name)?;
         }
         Ok(())
     }
@@ -137,26 +124,26 @@ impl ZstdEncoder {
         input: &[u8],
         end: ZSTD_EndDirective,
         out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
+    ) -> Result<(), &'static str> {
         if self.context.is_none() {
-            let mut context = CCtx::try_create().ok_or(Self::failure("out of memory"))?;
+            let mut context = CCtx::try_create().ok_or("out of memory")?;
             self.configure(&mut context)?;
             self.context = Some(context);
         }
         let Some(context) = self.context.as_mut() else {
-            return Err(Self::failure("no context"));
+            return Err("no context");
         };
         self.started = true;
         drive(context, input, end, out)
     }
 
     /// Compresses a whole body in one call, in the thread's context.
-    fn one_shot(&self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeFailure> {
+    fn one_shot(&self, input: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
         ONE_SHOT.with(|slot| {
             let mut slot = slot.borrow_mut();
             let context = match slot.as_mut() {
                 Some(context) => context,
-                None => slot.insert(CCtx::try_create().ok_or(Self::failure("out of memory"))?),
+                None => slot.insert(CCtx::try_create().ok_or("out of memory")?),
             };
             self.configure(context)?;
             // `ZSTD_e_end` on a frame's first call compresses in one pass and writes the
@@ -164,45 +151,17 @@ impl ZstdEncoder {
             drive(context, input, ZSTD_EndDirective::ZSTD_e_end, out)
         })
     }
-
-    /// After a step-down: ends the compressed frame if one is open, then appends `input` as
-    /// raw blocks of a frame of its own, the last block final when `is_final`.
-    fn raw(
-        &mut self,
-        input: &[u8],
-        is_final: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
-        if self.raw == Some(RawFrame::Asked) {
-            if self.started {
-                self.stream(&[], ZSTD_EndDirective::ZSTD_e_end, out)?;
-            }
-            // The window's memory goes as soon as the frame is done.
-            self.context = None;
-            write_raw_frame_header(out);
-            self.raw = Some(RawFrame::Open);
-        }
-        write_raw_blocks(input, is_final, out);
-        Ok(())
-    }
 }
 
-impl Encode for ZstdEncoder {
-    fn encode(
+impl Stream for ZstdStream {
+    const CODING: Coding = Coding::Zstd;
+
+    fn compress(
         &mut self,
         input: &[u8],
         flush: Flush,
         out: &mut Vec<u8>,
-    ) -> Result<(), EncodeFailure> {
-        if self.finished {
-            return Err(Self::failure("stream already finished"));
-        }
-        if self.raw.is_some() {
-            return self.raw(input, false, out);
-        }
-        if input.is_empty() && flush == Flush::Continue {
-            return Ok(());
-        }
+    ) -> Result<(), &'static str> {
         let end = match flush {
             Flush::Continue => ZSTD_EndDirective::ZSTD_e_continue,
             Flush::Sync => ZSTD_EndDirective::ZSTD_e_flush,
@@ -210,14 +169,7 @@ impl Encode for ZstdEncoder {
         self.stream(input, end, out)
     }
 
-    fn finish(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeFailure> {
-        if self.finished {
-            return Err(Self::failure("stream already finished"));
-        }
-        self.finished = true;
-        if self.raw.is_some() {
-            return self.raw(input, true, out);
-        }
+    fn end(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
         if !self.started {
             return self.one_shot(input, out);
         }
@@ -226,22 +178,23 @@ impl Encode for ZstdEncoder {
         result
     }
 
-    fn step_down(&mut self, on: bool) {
-        if on && self.raw.is_none() {
-            self.raw = Some(RawFrame::Asked);
+    /// Ends the compressed frame if one is open, and opens the raw frame.
+    fn close(&mut self, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        if self.started {
+            self.stream(&[], ZSTD_EndDirective::ZSTD_e_end, out)?;
         }
+        // The window's memory goes as soon as the frame is done.
+        self.context = None;
+        write_raw_frame_header(out);
+        Ok(())
     }
 
-    fn is_storing(&self) -> bool {
-        self.raw.is_some()
+    fn store(&mut self, input: &[u8], is_final: bool, out: &mut Vec<u8>) {
+        write_raw_blocks(input, is_final, out);
     }
 
     fn memory(&self) -> usize {
         self.context.as_ref().map_or(0, CCtx::sizeof)
-    }
-
-    fn is_windowed(&self) -> bool {
-        true
     }
 }
 
@@ -252,7 +205,7 @@ fn drive(
     input: &[u8],
     end: ZSTD_EndDirective,
     out: &mut Vec<u8>,
-) -> Result<(), EncodeFailure> {
+) -> Result<(), &'static str> {
     let mut input = InBuffer::around(input);
     loop {
         let left = input.src.len() - input.pos;
@@ -261,7 +214,7 @@ fn drive(
         let mut output = OutBuffer::around_pos(out, position);
         let remaining = context
             .compress_stream2(&mut output, &mut input, end)
-            .map_err(|code| ZstdEncoder::failure(zstd_safe::get_error_name(code)))?;
+            .map_err(zstd_safe::get_error_name)?;
         let done = match end {
             ZSTD_EndDirective::ZSTD_e_continue => input.pos == input.src.len(),
             _ => remaining == 0,
