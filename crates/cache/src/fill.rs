@@ -107,8 +107,8 @@ impl Fill {
     }
 
     /// Drops the copy and gives its bytes back; nothing is stored. The lock goes at once: the
-    /// requests waiting for this key need not wait for the rest of a body that will not be
-    /// stored (until 2026-11-27 they waited out `lock_timeout`).
+    /// requests waiting for this key need not wait for the rest of a body that will not be stored,
+    /// nor wait out `lock_timeout` for it.
     fn give_up(&mut self) {
         self.done = true;
         self.release();
@@ -133,10 +133,10 @@ impl Fill {
         self.done = true;
         self.release();
         if self.cache.filling.voided(&self.key, self.epoch) {
-            // Invalidated while the response came: it may predate the change. The waiters
-            // pass the lead on, as after a fill cut short: one of them fetches the new
-            // response and the others wait for it (until 2026-11-28 a purge during a fill
-            // sent every waiter to the origin at once).
+            // Invalidated while the response came: it may predate the change. The waiters pass the
+            // lead on, as after a fill cut short: one of them fetches the new response and the
+            // others wait for it, so that a purge during a fill does not send every waiter to the
+            // origin at once.
             debug!(key = self.key, "invalidated during its fill: not stored");
             self.body = BytesMut::new();
             if let Some(lock) = &mut self.lock {
@@ -187,11 +187,11 @@ pub struct Filling {
     epochs: Epochs,
 }
 
-/// The invalidations of single keys, numbered, the last [`RECENT`] of them kept by key hash;
-/// and a count of purges of every key. Until 2026-11-28 the keys' invalidations were counted
-/// in 256 stripes by hash, and one voided the fills of every key in its stripe: under the
-/// HTTP cache test suite's load (100 tests at a time, some of them POSTs) a few unrelated
-/// responses went unstored in every run.
+/// The invalidations of single keys, numbered, the last [`RECENT`] of them kept by key hash; and a
+/// count of purges of every key. Kept by key hash, a recent invalidation voids the fills of its own
+/// key only: counted in stripes by hash, one would void the fills of every key in its stripe, and
+/// under the HTTP cache test suite's load (100 tests at a time, some of them POSTs) a few unrelated
+/// responses would go unstored in every run.
 #[derive(Debug, Default)]
 struct Epochs {
     /// (key hash, number) of the last invalidations, oldest first.
@@ -231,10 +231,9 @@ pub enum FillState {
     /// The origin has not answered yet.
     #[default]
     Asked,
-    /// A storable response is coming, for the requests whose `Vary` fields hold these
-    /// values: the others need not wait for its body (as Varnish wakes its waiting list once
-    /// the headers are in; until 2026-11-28 a request for another selection waited for the
-    /// whole body, up to `lock_timeout`).
+    /// A storable response is coming, for the requests whose `Vary` fields hold these values: the
+    /// others need not wait for its body, up to `lock_timeout` (as Varnish wakes its waiting list
+    /// once the headers are in).
     Selects(Selected),
     /// It ended; `true` if it stopped short (nothing stored, the lead passes on).
     Ended(bool),

@@ -88,12 +88,12 @@ impl Selected {
 /// `a,b` and `a, b` are the same value (§4.1 allows normalising list syntax).
 const LISTS: [HeaderName; 4] = [ACCEPT, ACCEPT_CHARSET, ACCEPT_ENCODING, ACCEPT_LANGUAGE];
 
-/// The value of `name` a request is compared by: its lines joined (by "; " for `Cookie`, as
-/// HTTP/2 splits one into lines, RFC 9113 §8.2.3; by ", " for the rest), each trimmed at its
-/// ends; for a list field, the elements of its lines, joined by ", ". Otherwise the bytes are
-/// compared as sent: a comma means something in `Origin` or `Cookie`, and until 2026-11-27
-/// `Origin: https://app.example,` selected the response stored for `https://app.example`, so
-/// one client could choose what another got (Varnish compares the bytes too).
+/// The value of `name` a request is compared by: its lines joined (by "; " for `Cookie`, as HTTP/2
+/// splits one into lines, RFC 9113 §8.2.3; by ", " for the rest), each trimmed at its ends; for a
+/// list field, the elements of its lines, joined by ", ". Otherwise the bytes are compared as sent:
+/// a comma means something in `Origin` or `Cookie`, and if `Origin: https://app.example,` selected
+/// the response stored for `https://app.example`, one client could choose what another got (Varnish
+/// compares the bytes too).
 fn combined(headers: &HeaderMap, name: &HeaderName) -> Option<Vec<u8>> {
     let mut lines = headers.get_all(name).iter().peekable();
     lines.peek()?;

@@ -199,15 +199,15 @@ impl Cache {
         })
     }
 
-    /// Drops the responses of one key (`host target`), or every one: the admin purge.
-    /// Whether it dropped anything: everything, a stored response of the key, or one on its
-    /// way in (which until 2026-11-28 was voided all the same, and the purge answered 404).
+    /// Drops the responses of one key (`host target`), or every one: the admin purge. Whether it
+    /// dropped anything: everything, a stored response of the key, or one on its way in, which is
+    /// voided: the purge did drop it, so it does not answer 404.
     pub fn purge(&self, key: Option<&str>) -> bool {
         let filling = key.is_some_and(|key| self.filling.is_filling(key));
         // Responses on their way in would otherwise be stored after the purge.
         self.filling.void(key);
-        // Keys dropped, as the counter's documentation says (until 2026-11-28 it counted
-        // purge requests, one for a whole cache or none dropped alike).
+        // Keys dropped, as the counter's documentation says, rather than purge requests, which
+        // would count one for a whole cache and one that dropped nothing alike.
         let dropped = match key {
             Some(key) => u64::from(self.store.remove(key)),
             None => self.store.clear(),

@@ -237,11 +237,10 @@ impl Cache {
                 let fits = revalidate::freshens(entry, response.headers(), using.client_tags);
                 if !fits && ours_alone {
                     // It names another representation (a new strong `ETag` or another
-                    // `Last-Modified`, from an origin that answered the date alone): the
-                    // stored body is not relabelled with it, which would have served the old
-                    // body under the new tag for good (until 2026-11-27). This client gets
-                    // the entry as it was stored, and the entry goes, so that the next
-                    // request fetches the new one whole.
+                    // `Last-Modified`, from an origin that answered the date alone): the stored
+                    // body is not relabelled with it, which would serve the old body under the new
+                    // tag for good. This client gets the entry as it was stored, and the entry
+                    // goes, so that the next request fetches the new one whole.
                     if self.store.remove(&using.key) {
                         self.account();
                     }
@@ -416,8 +415,8 @@ impl Cache {
     /// What of a response freshened by a 304 the store may keep for every client: all of it
     /// (`Some(None)`); a copy without its `Set-Cookie` (unless `store_set_cookie`) or the
     /// fields of a qualified `private` (`Some(Some(copy))`); nothing (`None`) when the 304
-    /// made it `private` or `no-store`. The 304 answered one client; until 2026-11-27 its
-    /// `Set-Cookie` went into the stored response, and to everyone served from it.
+    /// made it `private` or `no-store`. The 304 answered one client: its `Set-Cookie` kept in
+    /// the stored response would go to everyone served from it.
     fn shareable(&self, served: &Entry) -> Option<Option<Entry>> {
         let (directives, _) = policy::response_directives(&served.headers);
         let privacy = Privacy::of(&served.headers);

@@ -59,10 +59,9 @@ pub struct Directives {
     pub max_age: Option<u64>,
     /// `s-maxage`, in seconds (for shared caches alone).
     pub s_maxage: Option<u64>,
-    /// `must-revalidate`: the cache never serves such a response stale, which it never does
-    /// anyway; kept for the `Authorization` rule (§3.5), which `proxy-revalidate` does not
-    /// satisfy (until 2026-11-27 it did, and a response to a request with credentials that
-    /// said only `proxy-revalidate` was shared).
+    /// `must-revalidate`: the cache never serves such a response stale, which it never does anyway;
+    /// kept for the `Authorization` rule (§3.5), which `proxy-revalidate` does not satisfy (else a
+    /// response to a request with credentials that said only `proxy-revalidate` would be shared).
     pub must_revalidate: bool,
     /// Request only: `max-age`, `min-fresh` (§5.2.1).
     pub min_fresh: Option<u64>,
@@ -310,10 +309,9 @@ pub enum NotStored {
     Size,
     /// Delimited by the closing of the connection, where a cut looks like an end.
     Unframed,
-    /// Both `Content-Length` and `Transfer-Encoding`: RFC 9112 §6.3 says such a response
-    /// "ought to be handled as an error" (a sign of smuggling or splitting). It is passed on,
-    /// framed by its chunks, as HAProxy does, but not kept for every other client (until
-    /// 2026-11-28 it was; nginx answers 502).
+    /// Both `Content-Length` and `Transfer-Encoding`: RFC 9112 §6.3 says such a response "ought to
+    /// be handled as an error" (a sign of smuggling or splitting). It is passed on, framed by its
+    /// chunks, as HAProxy does, but not kept for every other client (nginx answers 502).
     AmbiguousFraming,
 }
 
@@ -391,9 +389,9 @@ pub fn storable(
     if response.contains_key(SET_COOKIE) && !store_set_cookie {
         return Err(NotStored::SetCookie);
     }
-    // A member that is no field name (`"Cookie"`, `Cookie;`) selects on something no
-    // request field can be compared with: as `*`, not stored, rather than ignored and the
-    // response shared between every client (until 2026-11-27).
+    // A member that is no field name (`"Cookie"`, `Cookie;`) selects on something no request field
+    // can be compared with: as `*`, not stored, rather than ignored and the response shared between
+    // every client.
     if list::elements(response.get_all(VARY))
         .any(|member| member == b"*" || !list::is_token(member))
     {

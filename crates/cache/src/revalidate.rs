@@ -38,12 +38,12 @@ pub fn add_conditionals(entry: &Entry, upstream: &mut HeaderMap) {
     }
 }
 
-/// Whether a 304 from the origin is about `entry` (§4.3.4): its strong `ETag` equals the
-/// stored one, or its weak `ETag` corresponds to the stored one (the weak comparison: many
-/// origins, Express's default among them, send only weak tags); without an `ETag`, its
-/// `Last-Modified` equals the stored one, or it has neither and the stored response has no
-/// `ETag` either (then the conditional sent was ours alone). Until 2026-11-27 weak tags never
-/// matched, and the origin's bare 304 went to a client that had asked for the whole response.
+/// Whether a 304 from the origin is about `entry` (§4.3.4): its strong `ETag` equals the stored
+/// one, or its weak `ETag` corresponds to the stored one (the weak comparison: many origins,
+/// Express's default among them, send only weak tags, and a strong comparison would pass their bare
+/// 304 on to a client that had asked for the whole response); without an `ETag`, its
+/// `Last-Modified` equals the stored one, or it has neither and the stored response has no `ETag`
+/// either (then the conditional sent was ours alone).
 pub fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: bool) -> bool {
     match (not_modified.get(ETAG), entry.headers.get(ETAG)) {
         // Weak either way: an origin that weakens the tag of a body it compresses (nginx
@@ -67,13 +67,13 @@ pub fn freshens(entry: &Entry, not_modified: &HeaderMap, client_tags: bool) -> b
     }
 }
 
-/// The stored response freshened by a 304 received at `now` (§4.3.4): each field the 304
-/// carries replaces the stored ones of that name, except `Content-Length` (§3.2: it describes
-/// the 304, not the stored body). A 304 without `Date` is dated `now`, as RFC 9110 §6.6.1
-/// asks of a recipient that caches a response without one, and one without `Age` drops the
-/// stored `Age` (the answer is the origin's own, of age 0): the stored `Date` and `Age` kept,
-/// the age counted the whole time since the first 200, and the entry stayed stale, every
-/// request going to the origin again (until 2026-11-28).
+/// The stored response freshened by a 304 received at `now` (§4.3.4): each field the 304 carries
+/// replaces the stored ones of that name, except `Content-Length` (§3.2: it describes the 304, not
+/// the stored body). A 304 without `Date` is dated `now`, as RFC 9110 §6.6.1 asks of a recipient
+/// that caches a response without one, and one without `Age` drops the stored `Age` (the answer is
+/// the origin's own, of age 0): with the stored `Date` and `Age` kept, the age would count the
+/// whole time since the first 200, and the entry would stay stale, every request going to the
+/// origin again.
 pub fn freshened(entry: &Entry, not_modified: &HeaderMap, now: SystemTime) -> Entry {
     let mut headers = entry.headers.clone();
     for name in not_modified.keys() {

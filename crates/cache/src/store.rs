@@ -21,9 +21,8 @@ use zipwire_rules::negotiate::Coding;
 const ENTRY_OVERHEAD: usize = 512;
 
 /// A copy of `headers` that holds its own bytes. hyper's header values are slices of the
-/// connection's read buffer, so a stored one kept that whole buffer (8 KiB or more) alive:
-/// 30,000 cached 100-byte responses held 159 MB against a `max_memory` of 16 MiB, until
-/// 2026-11-28.
+/// connection's read buffer, so a stored one would keep that whole buffer (8 KiB or more) alive:
+/// 30,000 cached 100-byte responses would hold 159 MB against a `max_memory` of 16 MiB.
 pub fn detached(headers: &HeaderMap) -> HeaderMap {
     let mut copy = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
@@ -210,9 +209,9 @@ pub struct Store {
     /// The most one key's slot may weigh: one shard's capacity, past which quick_cache
     /// refuses the insertion and drops the key's old slot too.
     slot_capacity: u64,
-    /// An entry with a variant to make or recompress may have been stored since the
-    /// recompression worker last looked: it scans the store only then (a scan every 250 ms
-    /// of a store with nothing to do cost 5% of a core at 17,700 entries, until 2026-11-28).
+    /// An entry with a variant to make or recompress may have been stored since the recompression
+    /// worker last looked: it scans the store only then (a scan every 250 ms of a store with
+    /// nothing to do would cost 5% of a core at 17,700 entries).
     unfinished: AtomicBool,
 }
 
@@ -301,9 +300,9 @@ impl Storage for Store {
         };
         entries.truncate(SELECTIONS_PER_KEY - 1);
         entries.insert(0, entry);
-        // The oldest selections go where the slot would outgrow its shard: quick_cache would
-        // refuse it and drop every selection of the key, the new one with them (until
-        // 2026-11-28 a sixth `Vary` selection of 200 KB in a 1 MiB cache emptied the key).
+        // The oldest selections go where the slot would outgrow its shard: quick_cache would refuse
+        // it and drop every selection of the key, the new one with them (a sixth `Vary` selection
+        // of 200 KB in a 1 MiB cache would empty the key).
         while entries.len() > 1 && slot_weight(&key, &entries) > self.slot_capacity {
             entries.pop();
         }

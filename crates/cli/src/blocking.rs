@@ -1,10 +1,10 @@
 //! Reading a descriptor that someone left non-blocking.
 //!
-//! A program that starts `zipwire compress` on a pipe it set `O_NONBLOCK` on (node does, for
-//! its own end, which the child shares) makes every read that finds the pipe empty fail with
-//! `EAGAIN`: the output was cut at the first pause and the run failed with "Resource
-//! temporarily unavailable" (until 2026-11-28). gzip's `read_buffer` clears `O_NONBLOCK` and
-//! reads again; so does [`Blocking`].
+//! A program that starts `zipwire compress` on a pipe it set `O_NONBLOCK` on (node does, for its
+//! own end, which the child shares) makes every read that finds the pipe empty fail with `EAGAIN`:
+//! taken as an error, that would cut the output at the first pause and fail the run with "Resource
+//! temporarily unavailable". gzip's `read_buffer` clears `O_NONBLOCK` and reads again; so does
+//! [`Blocking`].
 
 use std::io::{self, Read};
 use std::os::fd::AsFd;

@@ -397,10 +397,10 @@ impl Job<'_> {
                 self.report_failure(path, &sink, &err);
                 self.line = Line::None;
                 if compressing && matches!(sink, Sink::Stdout | Sink::Special { .. }) {
-                    // Part of a member is in the stream already, and no member after it can
-                    // be read past it: stop, as gzip does on any read or write error. Until
-                    // 2026-11-28 `-c a /proc/self/mem b` went on and wrote b's member after
-                    // the broken one, and `gzip -dc` of the whole failed at it.
+                    // Part of a member is in the stream already, and no member after it can be read
+                    // past it: stop, as gzip does on any read or write error. Going on,
+                    // `-c a /proc/self/mem b` would write b's member after the broken one, and
+                    // `gzip -dc` of the whole would fail at it.
                     self.stopped = true;
                 }
                 return;
@@ -451,8 +451,8 @@ impl Job<'_> {
         }
         if let Sink::File { replace: true, .. } = &sink {
             if let Err(err) = fs::remove_file(path) {
-                // The output is whole and kept: as gzip, a warning (exit 2, silent under -q),
-                // not a failure (until 2026-11-28 exit 1, said under -q too).
+                // The output is whole and kept: as gzip, a warning (exit 2, silent under -q), not a
+                // failure.
                 self.warn(format_args!("{}: {}", path.display(), io_message(&err)));
             }
         }

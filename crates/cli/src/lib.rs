@@ -122,8 +122,8 @@ pub enum Status {
     Warning,
     /// Something failed: exit 1.
     Failure,
-    /// Standard output was closed under it (`zcat f.gz | head`): exit 141, the status a shell
-    /// gives gzip, which SIGPIPE ends (128 + 13). Until 2026-11-28: 1.
+    /// Standard output was closed under it (`zcat f.gz | head`): exit 141, the status a shell gives
+    /// gzip, which SIGPIPE ends (128 + 13).
     BrokenPipe,
 }
 

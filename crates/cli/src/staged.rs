@@ -71,12 +71,12 @@ impl Staged {
     }
 
     /// Flushes the data to disk, gives the file `like`'s permissions, owner (when allowed) and
-    /// times (its modification time `modified` instead, when given), and moves it to
-    /// `target`: replacing an existing file only if `overwrite`. Returns what could not be
-    /// given (times, then permissions, gzip's order): the file is in place all the same, as
-    /// gzip's is with a warning, since a file system that refuses `chmod` (FUSE mounts such
-    /// as `bindfs --chmod-deny`, vfat) holds the data whole. Until 2026-11-28 such a refusal
-    /// failed the file, and nothing could be compressed onto those file systems.
+    /// times (its modification time `modified` instead, when given), and moves it to `target`:
+    /// replacing an existing file only if `overwrite`. Returns what could not be given (times, then
+    /// permissions, gzip's order): the file is in place all the same, as gzip's is with a warning,
+    /// since a file system that refuses `chmod` (FUSE mounts such as `bindfs --chmod-deny`, vfat)
+    /// holds the data whole, and failing the file over it would mean nothing could be compressed
+    /// onto those file systems.
     ///
     /// # Errors
     ///
@@ -168,12 +168,12 @@ impl Drop for Staged {
     }
 }
 
-/// Moves `temp` to `target` unless `target` exists: never clobber without -f. A rename
-/// with `RENAME_NOREPLACE` first; on file systems without it, a hard link (which fails if
-/// the target appeared meanwhile) and the temporary name's removal, and without links a
-/// check, then a rename. The rename comes first since 2026-11-28: on FUSE mounts the
-/// link's count stays cached at 2 for a second after the unlink, and a `gunzip` of the new
-/// file in that second refused it (`has 1 other link`).
+/// Moves `temp` to `target` unless `target` exists: never clobber without -f. A rename with
+/// `RENAME_NOREPLACE` first; on file systems without it, a hard link (which fails if the target
+/// appeared meanwhile) and the temporary name's removal, and without links a check, then a rename.
+/// The rename comes first because on FUSE mounts the link's count stays cached at 2 for a second
+/// after the unlink, and a `gunzip` of the new file in that second would refuse it
+/// (`has 1 other link`).
 fn place_new(temp: &Path, target: &Path) -> io::Result<()> {
     use rustix::fs::{renameat_with, RenameFlags, CWD};
     match renameat_with(CWD, temp, CWD, target, RenameFlags::NOREPLACE) {

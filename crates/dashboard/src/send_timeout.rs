@@ -1,12 +1,12 @@
 //! A send timeout for admin connections (nginx's `send_timeout`): a write that the client
 //! takes nothing of for [`SEND_TIMEOUT`] fails, which ends the connection.
 //!
-//! A dashboard viewer that stops reading (a suspended laptop, a stuck script) would otherwise
-//! hold its event stream, and one of the [`MAX_VIEWERS`](crate::MAX_VIEWERS) seats, for as
-//! long as TCP lets it: the peer still acknowledges window probes, so that is for good. The
-//! events are small (about 2 KB a second), so the socket's send buffer is kept small too
-//! ([`SEND_BUFFER`]; Linux would grow it to 4 MB, half an hour of events) and a stopped
-//! viewer shows within a few minutes. Until 2026-11-27 a stalled viewer kept its seat.
+//! A dashboard viewer that stops reading (a suspended laptop, a stuck script) would otherwise hold
+//! its event stream, and one of the [`MAX_VIEWERS`](crate::MAX_VIEWERS) seats, for as long as TCP
+//! lets it: the peer still acknowledges window probes, so that is for good. The events are small
+//! (about 2 KB a second), so the socket's send buffer is kept small too ([`SEND_BUFFER`]; Linux
+//! would grow it to 4 MB, half an hour of events) and a stopped viewer shows, and gives its seat
+//! up, within a few minutes.
 //!
 //! Written here: tokio and hyper have no write timeout, and the proxy's own (in its
 //! connection phases) is tied to its keep-alive rules.

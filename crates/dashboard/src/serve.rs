@@ -78,9 +78,8 @@ where
             }
         };
         let answer = answer.clone();
-        // Decided per connection, by the address it reached: a wildcard listener (`0.0.0.0`)
-        // takes loopback connections too, which a rebound name can make (until 2026-11-27
-        // such a listener skipped the check).
+        // Decided per connection, by the address it reached, not by the listener's: a wildcard
+        // listener (`0.0.0.0`) takes loopback connections too, which a rebound name can make.
         let loopback = stream
             .local_addr()
             .is_ok_and(|addr| addr.ip().to_canonical().is_loopback());

@@ -325,10 +325,10 @@ fn decide_gzip(req: &RequestFacts, payload: Payload) -> Decision {
     }
 }
 
-/// What a 206 repeats of its 200 (RFC 9110 §15.3.7: `Vary` where a 200 to the same request
-/// would carry it; until 2026-11-28 a 206 had none): `Vary` where this request's 200 would
-/// get it, as far as the 206 tells (its length is the range's, so the whole one is taken as
-/// unknown). Never a weakened `ETag`: the 206 is part of the representation its tag names.
+/// What a 206 repeats of its 200 (RFC 9110 §15.3.7: `Vary` where a 200 to the same request would
+/// carry it): `Vary` where this request's 200 would get it, as far as the 206 tells (its length is
+/// the range's, so the whole one is taken as unknown). Never a weakened `ETag`: the 206 is part of
+/// the representation its tag names.
 fn partial_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Vary {
     let whole = ResponseFacts {
         status: http::StatusCode::OK,

@@ -254,10 +254,9 @@ fn valid_suffix(suffix: &OsStr) -> bool {
     !bytes.is_empty() && bytes.len() <= MAX_SUFFIX && !bytes.contains(&b'/')
 }
 
-/// `-q`, and where it stands against `-v` (defined by the command around, with its own use
-/// beside gzip's): the last of the two given wins, as in gzip (`gzip -tvq` is silent and
-/// `-tqv` verbose; until 2026-11-28 both flags held, and `-tvq` printed OK lines and took a
-/// warning's exit status).
+/// `-q`, and where it stands against `-v` (defined by the command around, with its own use beside
+/// gzip's): the last of the two given wins, as in gzip (`gzip -tvq` is silent and `-tqv` verbose;
+/// were both flags to hold, `-tvq` would print OK lines and take a warning's exit status).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QuietFlag {
     /// Where `-q` was last given on the command line.

@@ -35,10 +35,10 @@ impl Job<'_> {
         !refused
     }
 
-    /// Skips a file to decompress, test or list whose name has no compressed suffix. As
-    /// gzip's `make_ofname`: said, with a warning's status, when verbose, or when neither
-    /// recursive nor quiet; otherwise skipped in silence with no status (`gzip -dq *` and
-    /// `gzip -dr` over mixed files succeed; until 2026-11-28 both exited 2).
+    /// Skips a file to decompress, test or list whose name has no compressed suffix. As gzip's
+    /// `make_ofname`: said, with a warning's status, when verbose, or when neither recursive nor
+    /// quiet; otherwise skipped in silence with no status, so that `gzip -dq *` and `gzip -dr` over
+    /// mixed files succeed.
     fn unknown_suffix(&mut self, path: &Path) -> Option<Sink> {
         let options = self.options;
         if options.verbose || (!options.recursive && !options.quiet) {
@@ -56,7 +56,7 @@ impl Job<'_> {
         let unsuffixed = names::compressed_suffix(path, &options.suffix).is_none();
         match (options.mode, &options.output) {
             // gzip tries -t and -l on any file named, but under -r as -d: files without a
-            // compressed suffix are skipped (until 2026-11-28 they were read, and failed).
+            // compressed suffix are skipped rather than read and failed.
             (Mode::Test | Mode::List, _) if options.recursive && unsuffixed => {
                 return self.unknown_suffix(path)
             }

@@ -3,14 +3,14 @@
 //!
 //! # Why a thread reads and writes its own blocks
 //!
-//! Until 2026-11-27 one thread read every block and wrote every output while workers
-//! compressed. Every block then crossed between cores twice: its input was written into
-//! memory on the reading core and read on the compressing one, and its output the other way
-//! round. On this project's 2-core machine (a virtual machine) that cost was large and came
-//! and went with where the host placed the two cores: `zipwire compress -1 -p2` of the 100 MB
-//! slice of `large/` took 229-257 ms of CPU where one thread takes 222-226 ms. With each thread
-//! keeping its blocks it takes 225-227 ms, and the run went from 717-774 to 844-860 MB/s in
-//! alternating rounds (`docs/design/notes/cli-measurements.md`, "Threads that keep their blocks").
+//! With one thread reading every block and writing every output while workers compress, every block
+//! crosses between cores twice: its input is written into memory on the reading core and read on
+//! the compressing one, and its output the other way round. On this project's 2-core machine (a
+//! virtual machine) that cost is large and comes and goes with where the host places the two cores:
+//! measured that way, `zipwire compress -1 -p2` of the 100 MB slice of `large/` took 229-257 ms of
+//! CPU where one thread takes 222-226 ms. With each thread keeping its blocks it takes 225-227 ms,
+//! and the run goes at 844-860 MB/s against 717-774 in alternating rounds
+//! (`docs/design/notes/cli-measurements.md`, "Threads that keep their blocks").
 //!
 //! Reading is serialised by a lock, so blocks are handed out in input order, and so is
 //! writing: a thread whose block is next writes it, together with any later blocks that other

@@ -163,9 +163,9 @@ fn parse_header_after(buf: &[u8], magic: &[u8; 2]) -> Result<Option<(Header, usi
 }
 
 /// What a header cut short waits for before a new parse can end otherwise: a caller fed it
-/// piece by piece parses it again only once that has come. A name sent a byte at a time was
-/// parsed from its start on every byte until 2026-11-28, quadratic in its length (seconds
-/// for a 120 KB name).
+/// piece by piece parses it again only once that has come. Parsing a name sent a byte at a
+/// time from its start on every byte would be quadratic in its length (seconds for a 120 KB
+/// name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Awaiting {
     /// The buffer to reach this many bytes.

@@ -19,8 +19,8 @@ pub(crate) fn answer(cache: Option<&Cache>, uri: &Uri) -> (StatusCode, &'static 
             .map(percent_decoded)
     });
     match key {
-        // A query without a key, even an empty one (`/cache?`, a purge URL cut short), is
-        // refused: only `/cache` alone drops everything (until 2026-11-28 `/cache?` did too).
+        // A query without a key, even an empty one (`/cache?`, a purge URL cut short), is refused:
+        // only `/cache` alone drops everything, so that a cut-short URL does not empty the cache.
         None if uri.query().is_some() => (
             StatusCode::BAD_REQUEST,
             "400 Bad Request: use ?key=HOST%20TARGET or nothing\n",

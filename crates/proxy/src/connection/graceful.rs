@@ -19,10 +19,10 @@ use tokio::sync::watch;
 pub(crate) enum Close {
     /// HTTP/2's GOAWAY, then the open streams finish (RFC 9113 §6.8).
     Gracefully,
-    /// At once, dropping whatever it serves: a client that abuses the connection (the
-    /// rapid reset of CVE-2023-44487). hyper's graceful GOAWAY waits for the client to
-    /// answer a PING, and meanwhile takes new streams: a client that never answered kept
-    /// resetting requests on it for as long as it liked (until 2026-11-28).
+    /// At once, dropping whatever it serves: a client that abuses the connection (the rapid reset
+    /// of CVE-2023-44487). hyper's graceful GOAWAY waits for the client to answer a PING, and
+    /// meanwhile takes new streams: a client that never answered would keep resetting requests on
+    /// it for as long as it liked.
     Now,
 }
 

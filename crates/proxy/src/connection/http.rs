@@ -181,9 +181,9 @@ impl Connection {
             debug!("accepted");
             let mut stream = Prefixed::new(TimedStream::new(stream, self.phases.clone()));
             let protocol = match protocol {
-                // A shutdown closes a connection that has sent nothing yet at once, as it
-                // closes an idle keep-alive one: until 2026-11-28 one silent client (a
-                // browser's preconnect) held the stop for `timeouts.header_read`.
+                // A shutdown closes a connection that has sent nothing yet at once, as it closes an
+                // idle keep-alive one: else one silent client (a browser's preconnect) would hold
+                // the stop for `timeouts.header_read`.
                 Protocol::Detect => match tokio::select! {
                     detected = stream.detect() => detected,
                     () = watcher.signalled() => {

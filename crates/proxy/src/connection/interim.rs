@@ -35,10 +35,9 @@ use tokio::io::AsyncWrite;
 
 use zipwire_rules::forward;
 
-/// Bytes of 103 heads that may wait for a client that does not read them: hints are
-/// advisory, so an upstream that sends them faster than the client reads loses the later
-/// ones instead of growing the proxy's memory (one upstream's flood of hints took 100 MB in
-/// 18 s until 2026-11-27).
+/// Bytes of 103 heads that may wait for a client that does not read them: hints are advisory, so an
+/// upstream that sends them faster than the client reads loses the later ones instead of growing
+/// the proxy's memory (unbounded, one upstream's flood of hints would take 100 MB in 18 s).
 const MAX_WAITING: usize = 16 * 1024;
 
 /// The longest a final response waits for interim heads still queued to start.

@@ -153,10 +153,10 @@ impl Phases {
         self.lock().open
     }
 
-    /// The TLS handshake ended: the first head's time ([`Timeouts::header_read`]) counts from
-    /// now, as nginx times `ssl_handshake_timeout` and then `client_header_timeout`. A slow
-    /// handshake left a client almost no time for its head (until 2026-11-28), so a
-    /// `handshake_timeout` above `header_read` did nothing.
+    /// The TLS handshake ended: the first head's time ([`Timeouts::header_read`]) counts from now,
+    /// as nginx times `ssl_handshake_timeout` and then `client_header_timeout`. Counted from the
+    /// accept, it would leave a slow handshake's client almost no time for its head, and a
+    /// `handshake_timeout` above `header_read` would do nothing.
     pub(crate) fn handshake_done(&self) {
         let mut shared = self.lock();
         if let Phase::Head(_) = shared.phase {

@@ -193,10 +193,10 @@ impl Server {
         self.tls_reloader.clone()
     }
 
-    /// The handle that cuts the shutdown grace short: the binary calls it on a second
-    /// SIGTERM or SIGINT, as nginx and HAProxy stop at once on a signal that follows a
-    /// graceful stop. Until 2026-11-28 nothing did, and an operator in a hurry had only
-    /// SIGKILL, whose plain close let an HTTP/1.0 client take a cut body for a whole one.
+    /// The handle that cuts the shutdown grace short: the binary calls it on a second SIGTERM or
+    /// SIGINT, as nginx and HAProxy stop at once on a signal that follows a graceful stop. Without
+    /// it an operator in a hurry would have only SIGKILL, whose plain close lets an HTTP/1.0 client
+    /// take a cut body for a whole one.
     pub fn hurry(&self) -> Hurry {
         Hurry(self.hurry.clone())
     }
@@ -288,8 +288,8 @@ impl Server {
                 (listener, accepted) = listeners.accept() => match accepted {
                     Ok(accepted) => (listener, accepted),
                     Err(error) => {
-                        // Out of descriptors this fails every pause: one warning per
-                        // interval, with a count (until 2026-11-28, 20 lines a second).
+                        // Out of descriptors this fails every pause: one warning per interval, with
+                        // a count, rather than 20 lines a second.
                         if let Some(held) = failing.due(std::time::Instant::now()) {
                             warn!(%error, failed_since_last_warning = held, "accept failed");
                         }

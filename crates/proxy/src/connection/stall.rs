@@ -114,9 +114,8 @@ impl Stalls {
     }
 }
 
-/// A response body that can be told it is dropped by the send timeout: whatever it gave
-/// hyper last may never have reached the client, and its access log line must not say
-/// "complete" (it did until 2026-11-27).
+/// A response body that can be told it is dropped by the send timeout: whatever it gave hyper last
+/// may never have reached the client, so its access log line must not say "complete".
 pub(crate) trait Abandon {
     /// The send timeout expired the stream; the body is dropped next.
     fn abandoned(&mut self);
@@ -130,11 +129,11 @@ trait Expire: Send + Sync {
 }
 
 /// The most a [`Watched`] body hands hyper at once: one DATA frame at HTTP/2's default
-/// `SETTINGS_MAX_FRAME_SIZE`. hyper asks for more only once h2 has sent all it holds, so
-/// the note times one piece through the client's window, not a whole 64 KiB encoder call: a
-/// client that opens its window a little at a time takes a piece per `send`, and is not
-/// reset while it reads (until 2026-11-27 one taking 1,000 bytes a second was reset after
-/// 5 s of a 5 s `send`).
+/// `SETTINGS_MAX_FRAME_SIZE`. hyper asks for more only once h2 has sent all it holds, so the note
+/// times one piece through the client's window, not a whole 64 KiB encoder call: a client that
+/// opens its window a little at a time takes a piece per `send`, and is not reset while it reads
+/// (timed by whole calls, one taking 1,000 bytes a second would be reset after 5 s of a 5 s
+/// `send`).
 const PIECE: usize = 16 * 1024;
 
 /// An HTTP/2 response body, timed while hyper does not ask for it.

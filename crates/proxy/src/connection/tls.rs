@@ -38,9 +38,9 @@ use crate::counters::Counters;
 use crate::error::ProxyError;
 use crate::settings::{CertificateFiles, Tls};
 
-/// The ALPN protocols offered, most preferred first. `http/1.0` too, as nginx offers it: a
-/// client that offers only that (`curl --http1.0`) would otherwise get the fatal
-/// `no_application_protocol` alert (until 2026-11-27 it did).
+/// The ALPN protocols offered, most preferred first. `http/1.0` too, as nginx offers it: a client
+/// that offers only that (`curl --http1.0`) would otherwise get the fatal `no_application_protocol`
+/// alert.
 const ALPN: [&[u8]; 3] = [b"h2", b"http/1.1", b"http/1.0"];
 
 /// TLS 1.2 sessions kept for clients that resume by session ID (nginx `ssl_session_cache

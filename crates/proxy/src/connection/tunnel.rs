@@ -90,9 +90,9 @@ impl TunnelSlot {
 pub(crate) struct Limits {
     /// Neither side sent anything for this long: the tunnel ends.
     pub(crate) idle: Duration,
-    /// A write to either side made no progress for this long: the tunnel ends. Without it, a
-    /// side that stops reading but goes on writing (so the tunnel is never idle) held both
-    /// connections for ever (until 2026-11-28).
+    /// A write to either side made no progress for this long: the tunnel ends. Without it, a side
+    /// that stops reading but goes on writing (so the tunnel is never idle) would hold both
+    /// connections for ever.
     pub(crate) send: Duration,
 }
 
@@ -128,14 +128,13 @@ pub(crate) enum Ended {
     Idle,
 }
 
-/// Copies `a` (the client) to `b` (the upstream) and `b` to `a` until the upstream's end of
-/// stream, or nothing was read from either for `idle`; then both are dropped, which closes
-/// them. Each end is passed on to the other side as a shutdown. The client's end alone does
-/// not end the tunnel: a client that half-closes after its Close frame still gets the
-/// server's Close frame and last messages (until 2026-11-27 the tunnel ended at the first end
-/// and dropped them). The server's end does (RFC 6455 §7.1.1: the server closes first), so
-/// a client that never closes holds nothing. A write that makes no progress for
-/// `limits.send` fails the tunnel with [`io::ErrorKind::TimedOut`].
+/// Copies `a` (the client) to `b` (the upstream) and `b` to `a` until the upstream's end of stream,
+/// or nothing was read from either for `idle`; then both are dropped, which closes them. Each end
+/// is passed on to the other side as a shutdown. The client's end alone does not end the tunnel: a
+/// client that half-closes after its Close frame still gets the server's Close frame and last
+/// messages, which a tunnel ended at the first end would drop. The server's end does (RFC 6455
+/// §7.1.1: the server closes first), so a client that never closes holds nothing. A write that
+/// makes no progress for `limits.send` fails the tunnel with [`io::ErrorKind::TimedOut`].
 pub(crate) async fn copy_until_idle<A, B>(a: A, b: B, limits: Limits) -> io::Result<Ended>
 where
     A: AsyncRead + AsyncWrite + Unpin,

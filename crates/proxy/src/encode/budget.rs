@@ -118,8 +118,9 @@ mod tests {
 
     #[test]
     fn work_done_right_after_start_counts_as_usage() {
-        // See: the governor's first sample used to be taken by the spawned task, after a fast
-        // first request had already finished, so that request became the baseline.
+        // The governor's first sample is taken by `start`, not by the spawned task: the task may
+        // first run after a fast first request has already finished, and that request would become
+        // the baseline.
         let limits = BudgetLimits {
             max_rate: Some(10_000),
             ..BudgetLimits::default()

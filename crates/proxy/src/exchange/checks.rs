@@ -79,9 +79,9 @@ pub(super) fn asterisk_form(request: &RequestParts) -> Result<(), ProxyError> {
     Ok(())
 }
 
-/// RFC 9113 §8.2.1: an HTTP/2 field value that begins or ends with a space or a tab makes
-/// the request malformed. HTTP/1.1 parsers strip that whitespace, so passed on it would be
-/// read otherwise by the upstream than by the proxy (until 2026-11-28 it went on as it came).
+/// RFC 9113 §8.2.1: an HTTP/2 field value that begins or ends with a space or a tab makes the
+/// request malformed. HTTP/1.1 parsers strip that whitespace, so passed on as it came it would be
+/// read otherwise by the upstream than by the proxy.
 pub(super) fn http2_field_values(request: &RequestParts) -> Result<(), ProxyError> {
     if request.version != http::Version::HTTP_2 {
         return Ok(());

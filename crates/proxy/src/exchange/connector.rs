@@ -5,14 +5,14 @@
 //! [`UpstreamConnector`] is the connector of the pooled client (hyper-util's legacy client
 //! takes any `tower_service::Service<Uri>`) and of the fresh connections that upgrades take.
 //!
-//! Every upstream connection, pooled, busy or upgraded, holds one of `limits.max_connections`
-//! slots for as long as its socket is open, so the proxy's descriptors stay within what
-//! [`raise_open_files`](crate::raise_open_files) sized them for (a client and an upstream
-//! socket per connection). An HTTP/2 client opens up to 128 streams on one connection, each
-//! with an upstream connection of its own: until 2026-11-27 three such clients with their
-//! windows shut held every descriptor of a proxy allowed 50 connections, and no one else was
-//! served, not even the admin. A connect that finds no slot free within the connect timeout
-//! fails as [`NoSlot`], which marks no upstream down.
+//! Every upstream connection, pooled, busy or upgraded, holds one of `limits.max_connections` slots
+//! for as long as its socket is open, so the proxy's descriptors stay within what
+//! [`raise_open_files`](crate::raise_open_files) sized them for (a client and an upstream socket
+//! per connection). An HTTP/2 client opens up to 128 streams on one connection, each with an
+//! upstream connection of its own: without the slots, three such clients with their windows shut
+//! would hold every descriptor of a proxy allowed 50 connections, and no one else would be served,
+//! not even the admin. A connect that finds no slot free within the connect timeout fails as
+//! [`NoSlot`], which marks no upstream down.
 //! Written here rather than taken from `hyper-rustls`: that crate's connector would add a
 //! dependency and its own root-store and feature choices for about the hundred lines below.
 

@@ -340,8 +340,8 @@ pub(crate) struct AccessLog {
     path: String,
     /// The client's protocol, `http/1.1` unless [`AccessLog::set_protocol`] says otherwise.
     protocol: &'static str,
-    /// The status sent, once there is a response: a record dropped without one is a client
-    /// that left before it (logged as nginx's 499; until 2026-11-28 as 200).
+    /// The status sent, once there is a response: a record dropped without one is a client that
+    /// left before it, logged as nginx's 499 rather than as a 200 it never got.
     status: Option<StatusCode>,
     started: Instant,
     counters: Arc<Counters>,

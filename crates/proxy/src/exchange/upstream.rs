@@ -143,17 +143,16 @@ impl Upstreams {
         // One more try, on another connection, for an idempotent request whose connection
         // closed before the answer (see `closed_before_answer`).
         let mut closed_retry = idempotent;
-        // A failed connect sent nothing: any request goes on to the next server that is up,
-        // until every one was tried (nginx's `proxy_next_upstream error` with no limit on
-        // tries; HAProxy's `retry-on conn-failure`). Until 2026-11-28 a GET had one more try
-        // and any other method none, so two servers down in a row, or one for a POST, gave
-        // 502 while others were up.
+        // A failed connect sent nothing: any request goes on to the next server that is up, until
+        // every one was tried (nginx's `proxy_next_upstream error` with no limit on tries;
+        // HAProxy's `retry-on conn-failure`). With a fixed number of tries, two servers down in a
+        // row (or one, for a method not retried) would give 502 while others were up.
         //
-        // An upstream that takes no answer in time is marked down too, and an idempotent
-        // request that sent no body goes on the same way (nginx's default `proxy_next_upstream
-        // error timeout`, a timeout counting towards `max_fails=1`). Until 2026-11-28 a server
-        // that accepted connections and never answered kept its share of requests, each
-        // waiting for the whole timeout.
+        // An upstream that takes no answer in time is marked down too, and an idempotent request
+        // that sent no body goes on the same way (nginx's default
+        // `proxy_next_upstream error timeout`, a timeout counting towards `max_fails=1`): a server
+        // that accepted connections and never answered would otherwise keep its share of requests,
+        // each waiting for the whole timeout.
         let mut last_failure = None;
         loop {
             let Some(index) = self.members.pick(Instant::now(), &tried) else {
@@ -206,14 +205,13 @@ impl Upstreams {
                     });
                 }
                 Ok(Ok(response)) => {
-                    // RFC 9112 §6.3: a response with both Content-Length and
-                    // Transfer-Encoding is framed by the chunked coding, but "ought to be
-                    // handled as an error": whoever framed it by its length would read the
-                    // rest as the next response. And after an HTTP/1.0 answer hyper sends
-                    // later requests on that connection as HTTP/1.0, which cannot carry a
-                    // body of unknown length: it went unsent, and an origin that answered the
-                    // empty request in HTTP/1.1 had its answer taken for the upload's (until
-                    // 2026-11-28). Neither connection is used again.
+                    // RFC 9112 §6.3: a response with both Content-Length and Transfer-Encoding is
+                    // framed by the chunked coding, but "ought to be handled as an error": whoever
+                    // framed it by its length would read the rest as the next response. And after
+                    // an HTTP/1.0 answer hyper sends later requests on that connection as HTTP/1.0,
+                    // which cannot carry a body of unknown length: it would go unsent, and an
+                    // origin that answered the empty request in HTTP/1.1 would have its answer
+                    // taken for the upload's. Neither connection is used again.
                     let ambiguous = response.headers().contains_key(CONTENT_LENGTH)
                         && response.headers().contains_key(TRANSFER_ENCODING);
                     if ambiguous || response.version() == http::Version::HTTP_10 {
@@ -307,9 +305,8 @@ impl Upstreams {
         let io = match self.connector.clone().call(uri).await {
             Ok(io) => io,
             Err(error) => {
-                // As `send`: a shortage here (no free upstream connection slot, no
-                // descriptor) is not the upstream's failure (until 2026-11-28 it marked a
-                // healthy server down).
+                // As `send`: a shortage here (no free upstream connection slot, no descriptor) is
+                // not the upstream's failure, and marks no healthy server down.
                 if local_failure(error.as_ref()) {
                     warn!(upstream = %authority, error = %Chain(error.as_ref()), "connect failed for want of local resources");
                 } else {

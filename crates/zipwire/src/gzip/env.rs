@@ -1,10 +1,9 @@
-//! The `GZIP` environment variable, read as gzip 1.12 reads it: its words are options put
-//! before the command line's (so the command line wins), only those that cannot change
-//! which files are touched or where output goes are taken (`-1`…`-9`, `--fast`, `--best`,
-//! `-n`, `-N`, `-q`, `-v`, `--rsyncable`), anything else stops the program with gzip's
-//! message and status 1, and a variable that sets anything draws gzip's deprecation warning
-//! unless it makes the program quiet. Until 2026-11-28 it was ignored, and `GZIP=-9 gzip f`
-//! silently compressed at the default level.
+//! The `GZIP` environment variable, read as gzip 1.12 reads it: its words are options put before
+//! the command line's (so the command line wins), only those that cannot change which files are
+//! touched or where output goes are taken (`-1`…`-9`, `--fast`, `--best`, `-n`, `-N`, `-q`, `-v`,
+//! `--rsyncable`), anything else stops the program with gzip's message and status 1, and a variable
+//! that sets anything draws gzip's deprecation warning unless it makes the program quiet. Ignored,
+//! it would let `GZIP=-9 gzip f` silently compress at the default level.
 //!
 //! Hand-written rather than clap: clap parses the words' syntax, but gzip's rules for this
 //! variable (which options, which messages, the warning) are gzip's own.

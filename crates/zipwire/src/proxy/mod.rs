@@ -50,13 +50,12 @@ pub fn run(args: &ProxyArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]), after which a second one resets
-/// the connections still open at once ([`Hurry`]); until then each SIGHUP reloads
-/// the TLS certificates, as it makes nginx reload its configuration, and SIGUSR1 (the
-/// tunnel's stats report, HAProxy's soft stop, nginx's log reopening) is logged and ignored:
-/// until 2026-11-28 its default action ended the proxy at once, cutting every response.
-/// Called inside the runtime before the first client is accepted, so the handlers are in
-/// place by then.
+/// Completes on SIGTERM or SIGINT (see [`shutdown_signal`]), after which a second one resets the
+/// connections still open at once ([`Hurry`]); until then each SIGHUP reloads the TLS certificates,
+/// as it makes nginx reload its configuration, and SIGUSR1 (the tunnel's stats report, HAProxy's
+/// soft stop, nginx's log reopening) is logged and ignored, since its default action would end the
+/// proxy at once, cutting every response. Called inside the runtime before the first client is
+/// accepted, so the handlers are in place by then.
 fn signals(reloader: Option<TlsReloader>, hurry: Hurry) -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());

@@ -156,9 +156,9 @@ impl<B: Body> CompressBody<B> {
     /// `zipwire_codings`); a longer one is cut every `coalesce` bytes.
     fn call_size(&self, first: usize, rest: Option<u64>) -> usize {
         let call = self.call_size_unbounded(first, rest);
-        // Never more than the whole gather budget: a share cannot grow past it, and a call it
-        // could never cover would wait for it forever (a 64 KiB budget, a zstd call of 2 ×
-        // `coalesce`, spun the worker until 2026-11-27).
+        // Never more than the whole gather budget: a share cannot grow past it, and a call it could
+        // never cover would wait for it forever (with a 64 KiB budget, a zstd call of 2 ×
+        // `coalesce` would spin the worker).
         match &self.share {
             Some(share) => call.min(share.capacity()),
             None => call,

@@ -14,10 +14,10 @@ use zipwire_codec::{DecodeError, Decoder, Format, Limits};
 
 use super::{recoded_trailers, BodyError, BodyMeter, State};
 
-/// Output produced per decoder step: the most a [`DecompressBody`] decodes at once, into a
-/// buffer of its own that each frame is copied out of at its length. Handing the buffer
-/// itself on, as before 2026-11-27, kept 64 KiB alive for every frame, however small, in
-/// the connection's write queue: about 1 MiB per stream for a client that stopped reading.
+/// Output produced per decoder step: the most a [`DecompressBody`] decodes at once, into a buffer
+/// of its own that each frame is copied out of at its length. Handing the buffer itself on would
+/// keep 64 KiB alive for every frame, however small, in the connection's write queue: about 1 MiB
+/// per stream for a client that stopped reading.
 const DECODE_CHUNK: usize = 64 * 1024;
 
 /// What one decoding stream holds, as counted against `budget.max_memory`: its decode

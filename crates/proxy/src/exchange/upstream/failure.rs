@@ -50,12 +50,12 @@ pub(super) fn local_failure(error: &(dyn Error + 'static)) -> bool {
     false
 }
 
-/// Whether the upstream closed or reset the connection before any of its answer came: what
-/// an origin that closes idle keep-alive connections (Apache, Node: after 5 s) does when the
-/// close crosses the proxy's next request on that connection. An idempotent request whose
-/// body was not sent may then go again (RFC 9110 §9.2.2), as nginx resends a request that
-/// failed on a kept-alive connection. Over TLS the close comes without `close_notify` as an
-/// unexpected end of file (rustls's error): until 2026-11-28 such a request got 502.
+/// Whether the upstream closed or reset the connection before any of its answer came: what an
+/// origin that closes idle keep-alive connections (Apache, Node: after 5 s) does when the close
+/// crosses the proxy's next request on that connection. An idempotent request whose body was not
+/// sent may then go again (RFC 9110 §9.2.2), as nginx resends a request that failed on a kept-alive
+/// connection. Over TLS the close comes without `close_notify` as an unexpected end of file
+/// (rustls's error), which counts too: else such a request would get 502.
 pub(super) fn closed_before_answer(error: &(dyn Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(error) = cause {

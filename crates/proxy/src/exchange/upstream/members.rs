@@ -57,9 +57,9 @@ impl Members {
     /// otherwise answer 502 for all of `down_time` after the origin is back. A retry after a
     /// connect failure (`tried` holds the server that failed) goes only to a server that is up.
     ///
-    /// The turn moves past the server picked, so a server that is down leaves its share to
-    /// all the others, not to the one after it (until 2026-11-28 `[A, down, B]` gave B two
-    /// requests in three).
+    /// The turn moves past the server picked, so a server that is down leaves its share to all the
+    /// others, not to the one after it (were the turn to move by one, `[A, down, B]` would give B
+    /// two requests in three).
     pub(super) fn pick(&self, now: Instant, tried: &[usize]) -> Option<usize> {
         let count = self.servers.len();
         if count == 0 {

@@ -1,4 +1,4 @@
-//! `zipwire bench plot KIND TABLE`: an SVG beside a benchmark's table (issue 24, point 4).
+//! `zipwire bench plot KIND TABLE`: an SVG beside a benchmark's table.
 //!
 //! The scripts write tab-separated tables ([`table`]); this reads one and draws what the
 //! benchmark compares: hits/s and ratio per proxy (`bench/proxy.sh`), MB/s against ratio per
