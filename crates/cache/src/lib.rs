@@ -1,19 +1,27 @@
-//! A shared HTTP cache (RFC 9111) in front of the compressor: compress once, serve many.
+//! zipwire's shared HTTP cache (RFC 9111) in front of the compressor: compress once, serve
+//! many. Its model is pingora's `pingora-cache` (key, lock, storage, eviction, meta, variance,
+//! behind the proxy's named cache phase).
 //!
-//! A response a shared cache may store ([`policy`]: RFC 9111 §3, `CDN-Cache-Control` of RFC
-//! 9213) is kept in memory ([`store`], bounded by [`CacheSettings::max_memory`] with
-//! `quick_cache`'s eviction), keyed by host and target and by the request fields its `Vary`
-//! names ([`key`]). A compressible response is kept once per coding the clients asked for;
-//! a client without a stored coding gets a stored variant decoded ([`serve`]). Stored
-//! variants are recompressed at the best levels off the request path ([`recompress`]).
+//! # Brief overview
 //!
-//! Two modes ([`CacheMode`]): `revalidate` asks the origin every time, conditionally
-//! ([`revalidate`]), so it never serves what the origin would not; `fresh` serves a fresh
-//! entry without asking (nginx `proxy_cache`, Varnish) and revalidates stale ones.
+//! - [`Cache::lookup`] says what a request may use ([`Lookup`]); [`Cache::join_fill`] waits
+//!   for a fill of the same key under way ([`fill`]: the fill lock and coalescing, up to
+//!   [`CacheSettings::lock_timeout`]); [`Cache::after_upstream`] says what the origin's answer
+//!   does to the store ([`After`]).
+//! - A response a shared cache may store ([`policy`]: RFC 9111 §3, `CDN-Cache-Control` of
+//!   RFC 9213) is kept in a [`Storage`] tier: today [`Store`], memory bounded by
+//!   [`CacheSettings::max_memory`] with `quick_cache`'s eviction; a second tier shared by a
+//!   fleet implements the same trait. Entries are keyed by host and target and by the request
+//!   fields their `Vary` names ([`key`]).
+//! - A compressible response is kept once per coding the clients asked for ([`variant`]); a
+//!   client without a stored coding gets a stored variant decoded. [`recompress`] is where a
+//!   stored variant is recompressed at the best level, off the request path.
+//! - Two modes ([`CacheMode`]): `revalidate` asks the origin every time, conditionally
+//!   ([`revalidate`]), so it never serves what the origin would not; `fresh` serves a fresh
+//!   entry without asking (nginx `proxy_cache`, Varnish) and revalidates stale ones.
 //!
-//! A miss streams to its client as it would without a cache and is stored once its body has
-//! ended as framed ([`fill`]), and the worker makes the variant in the coding it was sent in; the other requests that miss the same key meanwhile wait for
-//! it (up to [`CacheSettings::lock_timeout`]) instead of asking the origin too.
+//! The response made from an entry for one client (the coding it gets, ranges, a 304) is the
+//! proxy's cache phase, which asks `zipwire_rules::admit` as the streamed path does.
 //!
 //! The cache is off unless configured: the origin sees conditional requests it did not see
 //! before, and fewer requests, so turning it on is the operator's choice.

@@ -232,7 +232,7 @@ const MEMORY: [[usize; 4]; 12] = [
 ];
 
 /// Bytes of encoder state a stream holds at `level` with a window of `2^window_log` (see
-/// [`MEMORY`]; windows past 2^19 are counted twice per step).
+/// `MEMORY`; windows past 2^19 are counted twice per step).
 pub fn estimate(level: BrotliLevel, window_log: u32) -> usize {
     let window_log = effective_window_log(level, window_log);
     let row = &MEMORY[usize::from(level.get().min(BrotliLevel::MAX))];

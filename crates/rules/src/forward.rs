@@ -43,7 +43,7 @@ const END_TO_END: [HeaderName; 17] = [
 
 /// Removes the fields that describe one connection rather than the message (RFC 9110
 /// §7.6.1): `Connection` and every field it names (but those meant for every recipient,
-/// [`END_TO_END`]), `Keep-Alive`, `Proxy-Connection`, `TE`, `Transfer-Encoding` and
+/// `END_TO_END`), `Keep-Alive`, `Proxy-Connection`, `TE`, `Transfer-Encoding` and
 /// `Upgrade`. Each side of the proxy frames its own connection.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = list::elements(headers.get_all(CONNECTION))

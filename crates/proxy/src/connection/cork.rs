@@ -18,70 +18,12 @@
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// The flags a response body raises for the connection's [`CorkedStream`]: while more of it
-/// follows at once, and when it was cut short.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct MoreToCome(Arc<Flags>);
-
-#[derive(Debug, Default)]
-struct Flags {
-    more: AtomicBool,
-    cut: AtomicBool,
-    /// The server's: raised when its shutdown grace expires.
-    abandoned: Abandoned,
-}
-
-/// Raised once for a whole server, when its shutdown grace expires: every connection still
-/// open then is reset as it closes. Each has a response under way (hyper closes idle ones
-/// at once when shutdown begins), and a FIN would pass its cut body off as whole to an
-/// HTTP/1.0 client, as [`MoreToCome::cut_short`] says.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Abandoned(Arc<AtomicBool>);
-
-impl Abandoned {
-    /// Every connection of the server is reset when it closes from now on.
-    pub(crate) fn raise(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-impl MoreToCome {
-    /// The flags of one connection of the server that raises `abandoned` when its grace
-    /// expires.
-    pub(crate) fn under(abandoned: &Abandoned) -> MoreToCome {
-        MoreToCome(Arc::new(Flags {
-            abandoned: abandoned.clone(),
-            ..Flags::default()
-        }))
-    }
-
-    /// Says whether the next writes are followed at once by more of the same response.
-    pub(crate) fn set(&self, more: bool) {
-        self.0.more.store(more, Ordering::Relaxed);
-    }
-
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    fn get(&self) -> bool {
-        self.0.more.load(Ordering::Relaxed)
-    }
-
-    /// The response being written failed (its upstream broke off, its gzip did not decode):
-    /// the connection is reset when it closes, never ended with a FIN. An HTTP/1.0 client
-    /// reads a body without a length to the connection's end, so a FIN would pass a cut body
-    /// off as whole; a reset is an error to every client (curl: "Connection reset by peer").
-    /// What the kernel still held of the response is dropped with it, which costs nothing:
-    /// the response is lost either way.
-    pub(crate) fn cut_short(&self) {
-        self.0.cut.store(true, Ordering::Relaxed);
-    }
-}
+use crate::exchange::more::MoreToCome;
 
 /// A client connection's stream: writes carry `MSG_MORE` while its [`MoreToCome`] is raised.
 #[derive(Debug)]
@@ -98,7 +40,7 @@ impl CorkedStream {
 
     #[cfg(target_os = "linux")]
     fn poll_send(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
-        if !self.more.get() {
+        if !self.more.is_more() {
             return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         }
         let flags = libc::MSG_MORE | libc::MSG_NOSIGNAL;
@@ -122,8 +64,7 @@ impl CorkedStream {
 
 impl Drop for CorkedStream {
     fn drop(&mut self) {
-        let flags = &self.more.0;
-        if flags.cut.load(Ordering::Relaxed) || flags.abandoned.0.load(Ordering::Relaxed) {
+        if self.more.is_cut_short() {
             // A zero linger makes the close send RST.
             let _ = socket2::SockRef::from(&self.inner).set_linger(Some(std::time::Duration::ZERO));
         }

@@ -29,13 +29,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::{debug, debug_span, Instrument};
 
-use crate::connection::cork::MoreToCome;
 use crate::connection::graceful::Watcher;
 use crate::connection::keepalive::{Phases, ServedBody, TimedStream};
-use crate::connection::tunnel::{ClientLink, TunnelSlot};
 use crate::counters::Counters;
+use crate::exchange::more::MoreToCome;
 use crate::exchange::outgoing::ResponseBody;
 use crate::exchange::service::Proxy;
+use crate::exchange::tunnel::{ClientLink, TunnelSlot};
 use crate::settings::ProxyConfig;
 
 /// Smallest per-connection buffer limit hyper accepts is 8 KiB; keep some room above it.
@@ -251,7 +251,10 @@ impl Connection {
                 more.clone()
             };
             let cut = more.clone();
-            let client = ClientLink::new(&phases, &tunnel);
+            let client = ClientLink::new(phases.interim(), &tunnel, {
+                let phases = phases.clone();
+                move || phases.tunnel()
+            });
             let served = phases.serve();
             let answer = phases.answer();
             let hsts = hsts.clone();

@@ -43,10 +43,11 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use crate::connection::cork::MoreToCome;
 use crate::connection::graceful::Close;
-use crate::connection::interim::Interim;
-use crate::connection::stall::{Abandon, Stalls, Watched};
+use crate::connection::stall::{Stalls, Watched};
+use crate::exchange::interim::Interim;
+use crate::exchange::more::MoreToCome;
+use crate::exchange::outgoing::Abandon;
 use crate::settings::Timeouts;
 
 /// Where a client connection stands, shared by its reads and its requests.
@@ -522,7 +523,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TimedStream<S> {
         self.inner.is_write_vectored()
     }
 
-    /// Writes the interim heads queued first (see [`crate::connection::interim`] for why
+    /// Writes the interim heads queued first (see [`crate::exchange::interim`] for why
     /// only here).
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.timed_write(cx, |inner, interim, cx| {

@@ -36,6 +36,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::connection::keepalive::{BoxError, Served};
+use crate::exchange::outgoing::Abandon;
 
 /// Looks this many times per send timeout: a stream is reset between one and 1.25 send
 /// timeouts after the client stopped taking it.
@@ -112,13 +113,6 @@ impl Stalls {
             }
         }
     }
-}
-
-/// A response body that can be told it is dropped by the send timeout: whatever it gave hyper last
-/// may never have reached the client, so its access log line must not say "complete".
-pub(crate) trait Abandon {
-    /// The send timeout expired the stream; the body is dropped next.
-    fn abandoned(&mut self);
 }
 
 /// A stream that can be expired.

@@ -20,10 +20,10 @@ use http::{Method, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tracing::{info, Span};
 
-use crate::connection::cork::MoreToCome;
 use crate::counters::Counters;
 use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
+use crate::exchange::more::MoreToCome;
 use crate::exchange::read_timeout::UpstreamBodyError;
 use crate::exchange::upstream::UpstreamBody;
 use zipwire_adapt::Permit;
@@ -168,7 +168,7 @@ impl ResponseBody {
     }
 
     /// Lets the connection hold a compressed body's calls in the kernel until the last one
-    /// is written, so they leave as one segment (see [`crate::connection::cork`]). Only a body gathered
+    /// is written, so they leave as one segment (see `connection/cork.rs`). Only a body gathered
     /// call by call whatever the pauses raises `more`: a body that flushes on pauses
     /// (unknown length, or a zero delay) must not wait in the kernel.
     pub(crate) fn cork_between_calls(&mut self, more: MoreToCome) {
@@ -247,7 +247,14 @@ impl Stream {
     }
 }
 
-impl crate::connection::stall::Abandon for ResponseBody {
+/// A response body that can be told it is dropped by the send timeout: whatever it gave hyper last
+/// may never have reached the client, so its access log line must not say "complete".
+pub(crate) trait Abandon {
+    /// The send timeout expired the stream; the body is dropped next.
+    fn abandoned(&mut self);
+}
+
+impl Abandon for ResponseBody {
     fn abandoned(&mut self) {
         self.log.outcome = Outcome::Failed("client send timeout".to_owned());
     }

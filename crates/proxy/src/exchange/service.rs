@@ -27,15 +27,15 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
-use crate::connection::cork::MoreToCome;
-use crate::connection::tunnel::{self, ClientLink};
 use crate::counters::{protocol_name, Counters};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
 use crate::error::ProxyError;
 use crate::exchange::checks;
+use crate::exchange::more::MoreToCome;
 use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::tunnel::{self, ClientLink};
 use crate::exchange::upgrade;
 use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
 use crate::exchange::versions::{for_http11_upstream, set_version};

@@ -27,9 +27,9 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service as _;
 use tracing::{debug, warn};
 
-use crate::connection::interim::Interim;
 use crate::error::ProxyError;
 use crate::exchange::connector::UpstreamConnector;
+use crate::exchange::interim::Interim;
 use crate::exchange::read_timeout::ReadTimeout;
 use crate::exchange::replay::{Replay, ReplayBody};
 use crate::exchange::request_body::{self, RequestBody, Sent};

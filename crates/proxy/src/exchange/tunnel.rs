@@ -28,37 +28,50 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::connection::interim::Interim;
-use crate::connection::keepalive::Phases;
 use crate::counters::Counters;
+use crate::exchange::interim::Interim;
 
 /// What a request's exchange may leave to its client connection beside the response:
 /// interim heads written before it, and a tunnel that takes the connection over after it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct ClientLink {
-    phases: Phases,
+    interim: Interim,
     tunnel: TunnelSlot,
+    /// Tells the connection that a tunnel takes it over (its reads lose their deadlines).
+    handed_over: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for ClientLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientLink").finish_non_exhaustive()
+    }
 }
 
 impl ClientLink {
-    /// The link of a connection read under `phases`, whose task runs what `tunnel` holds
-    /// once hyper is done with the connection.
-    pub(crate) fn new(phases: &Phases, tunnel: &TunnelSlot) -> ClientLink {
+    /// The link of a connection whose `103` heads go to `interim` and whose task runs what
+    /// `tunnel` holds once hyper is done with it; `handed_over` is called when a tunnel is
+    /// left to run.
+    pub(crate) fn new(
+        interim: Interim,
+        tunnel: &TunnelSlot,
+        handed_over: impl Fn() + Send + Sync + 'static,
+    ) -> ClientLink {
         ClientLink {
-            phases: phases.clone(),
+            interim,
             tunnel: tunnel.clone(),
+            handed_over: Arc::new(handed_over),
         }
     }
 
     /// Where the upstream's `103` heads go for this connection.
     pub(crate) fn interim(&self) -> Interim {
-        self.phases.interim()
+        self.interim.clone()
     }
 
     /// Leaves `tunnel` to run once hyper has written the `101` and handed the connection
     /// over; the client's reads have no deadline from now on but the tunnel's own.
     pub(crate) fn hand_over(&self, tunnel: impl Future<Output = ()> + Send + 'static) {
-        self.phases.tunnel();
+        (self.handed_over)();
         *self.tunnel.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::pin(tunnel));
     }
 }
