@@ -42,10 +42,12 @@ pub mod brotli;
 pub mod gzip;
 pub mod step_down;
 pub mod zstd;
+pub mod zstd_context;
 
 pub use brotli::{BrotliEncoder, BrotliLevel};
 pub use step_down::Stepped;
 pub use zstd::{ZstdEncoder, ZstdLevel};
+pub use zstd_context::ZstdContext;
 
 /// The largest window a zstd or brotli stream of unknown length gets: 2^19 bytes (512 KiB). RFC
 /// 9659 caps zstd's window for HTTP at 8 MiB (2^23); a smaller one bounds memory per stream.

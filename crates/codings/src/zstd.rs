@@ -31,12 +31,10 @@
 
 use std::cell::RefCell;
 
-use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
-use zstd::zstd_safe::{self, CCtx, CParameter, InBuffer, OutBuffer};
-
 use zipwire_rules::negotiate::Coding;
 
 use crate::step_down::{Stepped, Stream};
+use crate::zstd_context::{End, ZstdContext};
 use crate::{Encode, Flush};
 
 /// A zstd compression level: 1 (fastest) to 19. Levels past 19 need windows over RFC 9659's
@@ -69,7 +67,7 @@ impl Default for ZstdLevel {
 
 thread_local! {
     /// The context single-call bodies are compressed in, one per runtime thread.
-    static ONE_SHOT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
+    static ONE_SHOT: RefCell<Option<ZstdContext>> = const { RefCell::new(None) };
 }
 
 /// The largest block of a frame (RFC 8878 §3.1.1.2.3, `Block_Maximum_Size`).
@@ -95,60 +93,43 @@ pub struct ZstdStream {
     level: ZstdLevel,
     window_log: u32,
     /// The stream's own context, from its first call that does not end it.
-    context: Option<CCtx<'static>>,
+    context: Option<ZstdContext>,
     /// Whether the first frame has started (anything was given to a context).
     started: bool,
 }
 
 impl ZstdStream {
-    /// A context set up for this stream's level and window.
-    fn configure(&self, context: &mut CCtx<'static>) -> Result<(), &'static str> {
-        context
-            .reset(zstd_safe::ResetDirective::SessionAndParameters)
-            .map_err(zstd_safe::get_error_name)?;
-        for parameter in [
-            CParameter::CompressionLevel(i32::from(self.level.get())),
-            CParameter::WindowLog(self.window_log),
-            CParameter::ChecksumFlag(false),
-        ] {
-            context
-                .set_parameter(parameter)
-                .map_err(zstd_safe::get_error_name)?;
-        }
-        Ok(())
+    /// The level and window this stream's frames get.
+    fn parameters(&self) -> (i32, Option<u32>) {
+        (i32::from(self.level.get()), Some(self.window_log))
     }
 
-    /// Runs the stream's context over `input` with `end`, until the directive is done.
-    fn stream(
-        &mut self,
-        input: &[u8],
-        end: ZSTD_EndDirective,
-        out: &mut Vec<u8>,
-    ) -> Result<(), &'static str> {
-        if self.context.is_none() {
-            let mut context = CCtx::try_create().ok_or("out of memory")?;
-            self.configure(&mut context)?;
-            self.context = Some(context);
-        }
-        let Some(context) = self.context.as_mut() else {
-            return Err("no context");
+    /// Runs the stream's context over `input` until `end` is done.
+    fn stream(&mut self, input: &[u8], end: End, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        let (level, window_log) = self.parameters();
+        let context = match self.context.as_mut() {
+            Some(context) => context,
+            None => self.context.insert(ZstdContext::new(level, window_log)?),
         };
         self.started = true;
-        drive(context, input, end, out)
+        context.compress(input, end, out)
     }
 
     /// Compresses a whole body in one call, in the thread's context.
     fn one_shot(&self, input: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+        let (level, window_log) = self.parameters();
         ONE_SHOT.with(|slot| {
             let mut slot = slot.borrow_mut();
             let context = match slot.as_mut() {
-                Some(context) => context,
-                None => slot.insert(CCtx::try_create().ok_or("out of memory")?),
+                Some(context) => {
+                    context.configure(level, window_log)?;
+                    context
+                }
+                None => slot.insert(ZstdContext::new(level, window_log)?),
             };
-            self.configure(context)?;
-            // `ZSTD_e_end` on a frame's first call compresses in one pass and writes the
+            // A frame's first call with `End::Frame` compresses in one pass and writes the
             // content size into the frame header.
-            drive(context, input, ZSTD_EndDirective::ZSTD_e_end, out)
+            context.compress(input, End::Frame, out)
         })
     }
 }
@@ -163,8 +144,8 @@ impl Stream for ZstdStream {
         out: &mut Vec<u8>,
     ) -> Result<(), &'static str> {
         let end = match flush {
-            Flush::Continue => ZSTD_EndDirective::ZSTD_e_continue,
-            Flush::Sync => ZSTD_EndDirective::ZSTD_e_flush,
+            Flush::Continue => End::Continue,
+            Flush::Sync => End::Flush,
         };
         self.stream(input, end, out)
     }
@@ -173,7 +154,7 @@ impl Stream for ZstdStream {
         if !self.started {
             return self.one_shot(input, out);
         }
-        let result = self.stream(input, ZSTD_EndDirective::ZSTD_e_end, out);
+        let result = self.stream(input, End::Frame, out);
         self.context = None;
         result
     }
@@ -181,7 +162,7 @@ impl Stream for ZstdStream {
     /// Ends the compressed frame if one is open, and opens the raw frame.
     fn close(&mut self, out: &mut Vec<u8>) -> Result<(), &'static str> {
         if self.started {
-            self.stream(&[], ZSTD_EndDirective::ZSTD_e_end, out)?;
+            self.stream(&[], End::Frame, out)?;
         }
         // The window's memory goes as soon as the frame is done.
         self.context = None;
@@ -194,34 +175,7 @@ impl Stream for ZstdStream {
     }
 
     fn memory(&self) -> usize {
-        self.context.as_ref().map_or(0, CCtx::sizeof)
-    }
-}
-
-/// Runs `context` over `input` with `end`, appending to `out`, until the directive is done:
-/// all input taken for `ZSTD_e_continue`, nothing left to write for a flush or an end.
-fn drive(
-    context: &mut CCtx<'static>,
-    input: &[u8],
-    end: ZSTD_EndDirective,
-    out: &mut Vec<u8>,
-) -> Result<(), &'static str> {
-    let mut input = InBuffer::around(input);
-    loop {
-        let left = input.src.len() - input.pos;
-        out.reserve(zstd_safe::compress_bound(left.min(4 * MAX_BLOCK)) + 64);
-        let position = out.len();
-        let mut output = OutBuffer::around_pos(out, position);
-        let remaining = context
-            .compress_stream2(&mut output, &mut input, end)
-            .map_err(zstd_safe::get_error_name)?;
-        let done = match end {
-            ZSTD_EndDirective::ZSTD_e_continue => input.pos == input.src.len(),
-            _ => remaining == 0,
-        };
-        if done {
-            return Ok(());
-        }
+        self.context.as_ref().map_or(0, ZstdContext::memory)
     }
 }
 

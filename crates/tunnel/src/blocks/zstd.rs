@@ -1,10 +1,12 @@
-//! One direction's zstd stream, on zstd's own contexts (`zstd_safe`) rather than the `zstd`
-//! crate's stream wrappers: those do not say how much memory their context holds, and the
-//! tunnel's memory cap ([`crate::memory`]) has to know.
+//! One direction's zstd stream: the compressing side on zipwire-codings' [`ZstdContext`], the
+//! decompressing side on zstd's own context (`zstd_safe`), both because the `zstd` crate's
+//! stream wrappers do not say how much memory their context holds, and the tunnel's memory
+//! cap ([`crate::memory`]) has to know.
 
 use std::io;
 
-use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DParameter, InBuffer, OutBuffer};
+use zipwire_codings::zstd_context::{End, ZstdContext};
+use zstd::zstd_safe::{self, DCtx, DParameter, InBuffer, OutBuffer};
 
 /// Bytes a compressing context holds at each level of the tunnel's use (a stream of unknown
 /// length, flushed after every block of up to 256 KB), as `ZSTD_sizeof_CCtx` reports them with
@@ -36,18 +38,14 @@ pub(crate) fn encoder_bytes(level: u8) -> u64 {
 
 /// A compressing stream: one zstd frame per level, flushed after every block.
 pub(crate) struct ZstdEncoder {
-    context: CCtx<'static>,
+    context: ZstdContext,
     level: u8,
 }
 
 impl ZstdEncoder {
     /// A stream at `level`; allocates its tables on the first block.
     pub(crate) fn new(level: u8) -> io::Result<ZstdEncoder> {
-        let mut context = CCtx::try_create()
-            .ok_or_else(|| io::Error::other("zstd could not allocate a context"))?;
-        context
-            .set_parameter(CParameter::CompressionLevel(i32::from(level)))
-            .map_err(error)?;
+        let context = ZstdContext::new(i32::from(level), None).map_err(io::Error::other)?;
         Ok(ZstdEncoder { context, level })
     }
 
@@ -58,38 +56,22 @@ impl ZstdEncoder {
 
     /// Bytes the context holds now.
     pub(crate) fn memory_size(&self) -> u64 {
-        self.context.sizeof() as u64
+        self.context.memory() as u64
     }
 
     /// Ends the current frame into `out`.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
-        loop {
-            out.reserve(64);
-            let mut buf = OutBuffer::around_pos(out, out.len());
-            if self.context.end_stream(&mut buf).map_err(error)? == 0 {
-                return Ok(());
-            }
-        }
+        self.context
+            .compress(&[], End::Frame, out)
+            .map_err(io::Error::other)
     }
 
     /// Compresses `block` into the stream and flushes it, so that the receiver can decode
     /// everything sent so far.
     pub(crate) fn encode(&mut self, block: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-        let mut input = InBuffer::around(block);
-        while input.pos < block.len() {
-            out.reserve(block.len() / 2 + 1024);
-            let mut buf = OutBuffer::around_pos(out, out.len());
-            self.context
-                .compress_stream(&mut buf, &mut input)
-                .map_err(error)?;
-        }
-        loop {
-            out.reserve(16 * 1024);
-            let mut buf = OutBuffer::around_pos(out, out.len());
-            if self.context.flush_stream(&mut buf).map_err(error)? == 0 {
-                return Ok(());
-            }
-        }
+        self.context
+            .compress(block, End::Flush, out)
+            .map_err(io::Error::other)
     }
 }
 
