@@ -10,6 +10,8 @@
 //! - [`MemoryGate`] caps the total memory of compression buffers: a stream takes a
 //!   [`Permit`] for its buffers before it starts compressing and gives it back on drop.
 //! - [`LogThrottle`] lets a repeated warning through once per interval, with a count.
+//! - [`sniff`] says, from magic numbers and a sampled entropy, that a block will not
+//!   compress before a compressor spends time on it (the tunnel and the drop-in libz).
 //!
 //! # Design
 //!
@@ -39,6 +41,7 @@
 pub mod budget;
 pub mod log_throttle;
 pub mod memory;
+pub mod sniff;
 
 pub use budget::{Budget, BudgetSpec, BudgetState, ThrottleReason, Usage};
 pub use log_throttle::LogThrottle;
