@@ -53,7 +53,6 @@
 #![warn(missing_docs)]
 
 pub mod blocks;
-mod cpu_time;
 pub mod drain;
 pub mod endpoint;
 pub mod frame;
