@@ -12,6 +12,8 @@
 //! - [`LogThrottle`] lets a repeated warning through once per interval, with a count.
 //! - [`cpu::thread_cpu`] and [`cpu::Work`]: the calling thread's CPU time, which the proxy
 //!   and the tunnel count compression in.
+//! - [`rng::SplitMix64`]: the seeded generator of made-up data (demo site, built-in sample,
+//!   test inputs).
 //! - [`sniff`] says, from magic numbers and a sampled entropy, that a block will not
 //!   compress before a compressor spends time on it (the tunnel and the drop-in libz).
 //!
@@ -45,6 +47,7 @@ pub mod budget;
 pub mod cpu;
 pub mod log_throttle;
 pub mod memory;
+pub mod rng;
 pub mod sniff;
 
 pub use budget::{Budget, BudgetSpec, BudgetState, ThrottleReason, Usage};
