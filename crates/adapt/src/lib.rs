@@ -10,13 +10,20 @@
 //! - [`MemoryGate`] caps the total memory of compression buffers: a stream takes a
 //!   [`Permit`] for its buffers before it starts compressing and gives it back on drop.
 //! - [`LogThrottle`] lets a repeated warning through once per interval, with a count.
+//! - [`cpu::thread_cpu`] and [`cpu::Work`]: the calling thread's CPU time, which the proxy
+//!   and the tunnel count compression in.
+//! - [`rng::SplitMix64`]: the seeded generator of made-up data (demo site, built-in sample,
+//!   test inputs).
+//! - [`sniff`] says, from magic numbers and a sampled entropy, that a block will not
+//!   compress before a compressor spends time on it (the tunnel and the drop-in libz).
 //!
 //! # Design
 //!
-//! Policy is pure: nothing here reads a clock, spawns a thread or touches a socket. The caller
+//! Policy is pure: nothing in it reads a clock, spawns a thread or touches a socket. The caller
 //! passes an [`Instant`](std::time::Instant) with each observation, so the tests drive the
 //! policy through synthetic time, bursts and quiet periods without sleeping. The proxy and the
-//! tunnel (which share these limits) measure, this crate decides.
+//! tunnel (which share these limits) measure, this crate decides; the one measurement they
+//! share, the thread's CPU time, is [`cpu`], apart from the policy.
 //!
 //! # Example
 //!
@@ -37,8 +44,11 @@
 #![warn(missing_docs)]
 
 pub mod budget;
+pub mod cpu;
 pub mod log_throttle;
 pub mod memory;
+pub mod rng;
+pub mod sniff;
 pub mod throttle;
 
 pub use budget::{Budget, BudgetSpec, BudgetState, ThrottleReason, Usage};

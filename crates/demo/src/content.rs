@@ -1,7 +1,8 @@
-//! The demo site's pages, generated from a fixed seed.
+//! Generated web content: the demo site's pages and the benchmark's built-in sample
+//! (`zipwire bench codec` without a corpus), from a seeded [`SplitMix64`].
 //!
-//! Everything here is our own text, made up by a small PRNG from a word list, so the demo
-//! ships no third-party files and every run serves the same bytes. The generators imitate
+//! Everything here is our own text, made up from a word list, so zipwire ships no
+//! third-party files and the same seed gives the same bytes on every run and machine. The generators imitate
 //! the shape of real pages (navigation, article cards, tables, utility CSS, minified
 //! JavaScript, API records) because the compression ratio depends on that shape: random
 //! bytes or one repeated sentence would give a ratio no real site has.
@@ -11,50 +12,9 @@ use std::fmt::Write;
 mod words;
 
 use words::{FIRST_NAMES, JS_NAMES, JS_PROPS, LAST_NAMES, MONTHS, TOPICS, WORDS};
+use zipwire_adapt::rng::SplitMix64;
 
-/// SplitMix64: tiny, fast and good enough for made-up text.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// A number in `lo..=hi`.
-    pub(crate) fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-
-    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    /// Picks with a skew towards the start of `items`, as word frequencies in real text are.
-    fn pick_skewed<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        let a = self.below(items.len());
-        let b = self.below(items.len());
-        &items[a.min(b)]
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
-
-fn sentence(rng: &mut Rng, min: usize, max: usize) -> String {
+fn sentence(rng: &mut SplitMix64, min: usize, max: usize) -> String {
     let n = rng.range(min, max);
     let mut out = String::new();
     for i in 0..n {
@@ -73,7 +33,7 @@ fn sentence(rng: &mut Rng, min: usize, max: usize) -> String {
     out
 }
 
-fn paragraph(rng: &mut Rng, sentences: usize) -> String {
+fn paragraph(rng: &mut SplitMix64, sentences: usize) -> String {
     let mut out = String::new();
     for i in 0..sentences {
         if i > 0 {
@@ -94,18 +54,19 @@ fn slug(title: &str) -> String {
         .join("-")
 }
 
-fn author(rng: &mut Rng) -> String {
+fn author(rng: &mut SplitMix64) -> String {
     format!("{} {}", rng.pick(FIRST_NAMES), rng.pick(LAST_NAMES))
 }
 
-fn date(rng: &mut Rng) -> (usize, usize, usize) {
+fn date(rng: &mut SplitMix64) -> (usize, usize, usize) {
     (rng.range(2019, 2026), rng.range(1, 12), rng.range(1, 28))
 }
 
-/// The home page: head with inline CSS, navigation, an article list, a table, a footer and
-/// inline scripts. About 70 KB.
-pub(crate) fn home_page(rng: &mut Rng) -> String {
-    let mut html = String::with_capacity(80 * 1024);
+/// A home page: head with inline CSS, navigation, a list of `articles` article cards, a table,
+/// a footer and inline scripts. About 18 KB plus 0.8 KB per article (the demo's 62 make
+/// 67 KB).
+pub fn home_page(rng: &mut SplitMix64, articles: usize) -> String {
+    let mut html = String::with_capacity(20 * 1024 + 820 * articles);
     html.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -154,7 +115,7 @@ pub(crate) fn home_page(rng: &mut Rng) -> String {
     html.push_str(
         "</ul>\n</nav>\n</header>\n<main class=\"container\">\n<section class=\"articles\">\n",
     );
-    for id in 0..62 {
+    for id in 0..articles {
         let title = sentence(rng, 4, 9);
         let topic = *rng.pick(TOPICS);
         let (y, m, d) = date(rng);
@@ -224,10 +185,11 @@ pub(crate) fn home_page(rng: &mut Rng) -> String {
     html
 }
 
-/// The stylesheet: component rules, a colour palette and responsive utility classes, the way
-/// CSS frameworks generate them. About 30 KB.
-pub(crate) fn stylesheet(rng: &mut Rng) -> String {
-    let mut css = String::with_capacity(34 * 1024);
+/// A stylesheet: component rules, a colour palette and responsive utility classes, the way
+/// CSS frameworks generate them, then component rules until it holds `size` bytes (a few
+/// more; the fixed part alone is about 23 KB).
+pub fn stylesheet(rng: &mut SplitMix64, size: usize) -> String {
+    let mut css = String::with_capacity(size + 4 * 1024);
     css.push_str(":root {\n");
     let colors = [
         "primary",
@@ -296,7 +258,7 @@ pub(crate) fn stylesheet(rng: &mut Rng) -> String {
             css.push_str("}\n");
         }
     }
-    while css.len() < 30 * 1024 {
+    while css.len() < size {
         let block = slug(&sentence(rng, 1, 2));
         let _ = writeln!(
             css,
@@ -311,16 +273,16 @@ pub(crate) fn stylesheet(rng: &mut Rng) -> String {
 }
 
 /// A JavaScript bundle in the shape of minified output: webpack-style module wrappers on long
-/// lines with short identifiers and common property names. About 100 KB.
-pub(crate) fn script_bundle(rng: &mut Rng) -> String {
-    let mut js = String::with_capacity(104 * 1024);
+/// lines with short identifiers and common property names, of `size` bytes (a few more).
+pub fn script_bundle(rng: &mut SplitMix64, size: usize) -> String {
+    let mut js = String::with_capacity(size + 4 * 1024);
     js.push_str(
         "/*! fieldnotes app v2026.03.1 | generated for the zipwire demo */\n\
          (()=>{\"use strict\";var __modules={},__cache={};function __require(t){var e=__cache[t];\
          if(void 0!==e)return e.exports;var n=__cache[t]={exports:{}};return __modules[t](n,n.exports,__require),n.exports}\n",
     );
     let mut module = 0;
-    while js.len() < 100 * 1024 {
+    while js.len() < size {
         let _ = write!(js, "__modules[{module}]=function(t,e,n){{");
         for _ in 0..rng.range(4, 10) {
             statement(rng, &mut js, module);
@@ -332,7 +294,7 @@ pub(crate) fn script_bundle(rng: &mut Rng) -> String {
     js
 }
 
-fn statement(rng: &mut Rng, js: &mut String, module: usize) {
+fn statement(rng: &mut SplitMix64, js: &mut String, module: usize) {
     let a = *rng.pick(JS_NAMES);
     let b = *rng.pick(JS_NAMES);
     let p = *rng.pick_skewed(JS_PROPS);
@@ -381,12 +343,12 @@ fn statement(rng: &mut Rng, js: &mut String, module: usize) {
 }
 
 /// An API response: compact JSON with page metadata and article records, as a REST endpoint
-/// sends it. About 50 KB.
-pub(crate) fn api_articles(rng: &mut Rng) -> String {
-    let mut json = String::with_capacity(54 * 1024);
+/// sends it, of `size` bytes (a few more).
+pub fn api_articles(rng: &mut SplitMix64, size: usize) -> String {
+    let mut json = String::with_capacity(size + 4 * 1024);
     json.push_str("{\"page\":1,\"per_page\":120,\"items\":[");
     let mut id = 1000;
-    while json.len() < 50 * 1024 {
+    while json.len() < size {
         if id > 1000 {
             json.push(',');
         }
@@ -429,7 +391,7 @@ pub(crate) fn api_articles(rng: &mut Rng) -> String {
 }
 
 /// The site logo and a small bar chart as SVG. A few KB.
-pub(crate) fn logo_svg(rng: &mut Rng) -> String {
+pub fn logo_svg(rng: &mut SplitMix64) -> String {
     let mut svg = String::with_capacity(8 * 1024);
     svg.push_str(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
@@ -462,7 +424,7 @@ pub(crate) fn logo_svg(rng: &mut Rng) -> String {
 }
 
 /// The page for unknown paths.
-pub(crate) fn not_found_page() -> String {
+pub fn not_found_page() -> String {
     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
      <title>404 Not Found &middot; Field Notes</title>\n\
      <link rel=\"stylesheet\" href=\"/static/site.css\">\n</head>\n<body>\n\
@@ -471,4 +433,23 @@ pub(crate) fn not_found_page() -> String {
      mistyped.</p>\n<p><a href=\"/\">Back to the home page</a> or \
      <a href=\"/api/articles.json\">browse the article index</a>.</p>\n</main>\n</body>\n</html>\n"
         .to_owned()
+}
+
+/// Fixed-size little-endian records of `size` bytes (a few more): a rising id, a random walk,
+/// a small category and a noisy measurement, as in a metrics dump or a spreadsheet's number
+/// cells.
+pub fn table(rng: &mut SplitMix64, size: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(size + 16);
+    let mut id: u32 = 1;
+    let mut level: i32 = 0;
+    while bytes.len() < size {
+        id += 1 + rng.below(3) as u32;
+        level += rng.below(21) as i32 - 10;
+        bytes.extend_from_slice(&id.to_le_bytes());
+        bytes.extend_from_slice(&level.to_le_bytes());
+        bytes.extend_from_slice(&(rng.below(8) as u16).to_le_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        bytes.extend_from_slice(&(rng.next_u64() as u32 & 0x00ff_ffff).to_le_bytes());
+    }
+    bytes
 }

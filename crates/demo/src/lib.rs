@@ -10,6 +10,8 @@
 //! - [`run_load`] drives an address with keep-alive connections sending
 //!   `Accept-Encoding: gzip` for a bounded time and request count, decodes every compressed
 //!   body and compares it with the origin's, and returns a [`LoadReport`].
+//! - [`content`] makes the pages from a seed; the benchmark's built-in sample is made of them
+//!   too.
 //! - [`run_demo`] runs the site, then for each [`Scenario`] (compression off, levels 1, 2, 3
 //!   and 6) a [`Server`](zipwire_proxy::Server) in front of it under that load, and returns a
 //!   [`DemoReport`] whose `Display` is the table `zipwire demo` prints.
@@ -19,7 +21,7 @@
 
 #![forbid(unsafe_code)]
 
-mod content;
+pub mod content;
 mod load;
 mod png;
 mod report;

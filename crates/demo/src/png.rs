@@ -4,13 +4,13 @@
 //! reads, without pulling an image or deflate crate into the proxy. Its only job in the demo is
 //! to be a response the proxy must leave alone (`image/png` is not a compressible type).
 
-use super::content::Rng;
+use zipwire_adapt::rng::SplitMix64;
 
 /// The 8-byte PNG signature.
 pub(crate) const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
 
 /// A `width` × `height` RGBA image: a diagonal gradient with some noise, as PNG bytes.
-pub(crate) fn gradient(width: u32, height: u32, rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn gradient(width: u32, height: u32, rng: &mut SplitMix64) -> Vec<u8> {
     let mut raw = Vec::with_capacity((height * (1 + 4 * width)) as usize);
     for y in 0..height {
         raw.push(0); // filter type None

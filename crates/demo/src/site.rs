@@ -19,8 +19,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use zipwire_adapt::rng::SplitMix64;
 
-use super::content::{self, Rng};
+use super::content;
 use super::png;
 
 /// The seed every demo site is generated from, so every run serves the same bytes.
@@ -113,32 +114,32 @@ pub struct Site {
 impl Site {
     /// Generates the site. Deterministic: every call returns the same bytes.
     pub fn generate() -> Site {
-        let mut rng = Rng::new(SEED);
+        let mut rng = SplitMix64::new(SEED);
         let ok = StatusCode::OK;
         let resources = vec![
             Resource::new(
                 "/",
                 ok,
                 "text/html; charset=utf-8",
-                content::home_page(&mut rng),
+                content::home_page(&mut rng, 62),
             ),
             Resource::new(
                 "/static/site.css",
                 ok,
                 "text/css; charset=utf-8",
-                content::stylesheet(&mut rng),
+                content::stylesheet(&mut rng, 30 * 1024),
             ),
             Resource::new(
                 "/static/app.js",
                 ok,
                 "application/javascript; charset=utf-8",
-                content::script_bundle(&mut rng),
+                content::script_bundle(&mut rng, 100 * 1024),
             ),
             Resource::new(
                 "/api/articles.json",
                 ok,
                 "application/json",
-                content::api_articles(&mut rng),
+                content::api_articles(&mut rng, 50 * 1024),
             ),
             Resource::new(
                 "/static/logo.svg",

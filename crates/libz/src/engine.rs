@@ -21,8 +21,8 @@ use libz_rs_sys::{
     gz_header, z_stream, Z_BUF_ERROR, Z_FINISH, Z_FULL_FLUSH, Z_MEM_ERROR, Z_NO_FLUSH, Z_OK,
     Z_STREAM_END, Z_STREAM_ERROR, Z_SYNC_FLUSH,
 };
+use zipwire_adapt::sniff::{self, Verdict};
 use zipwire_codec::{BlockEnd, Encoder, Format, Level, Scratch, WindowedEncoder};
-use zipwire_tunnel::detect::{self, Verdict};
 
 use crate::alloc;
 use crate::framing::{adler32, crc32};
@@ -354,7 +354,7 @@ impl Engine {
     /// Compresses `data` (all of it) into the pending buffer.
     fn compress(&mut self, strm: &mut z_stream, data: &[u8], end: End) -> Result<(), c_int> {
         let store = self.stored
-            || (self.adapt && !data.is_empty() && detect::inspect(data) != Verdict::Compressible);
+            || (self.adapt && !data.is_empty() && sniff::inspect(data) != Verdict::Compressible);
         self.encoder.set_store_only(store);
         with_work(|work| {
             let (scratch, out) = work;

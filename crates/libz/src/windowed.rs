@@ -8,8 +8,8 @@ use libz_rs_sys::{
     z_stream, Z_FINISH, Z_FULL_FLUSH, Z_NO_FLUSH, Z_OK, Z_PARTIAL_FLUSH, Z_STREAM_END,
     Z_STREAM_ERROR, Z_SYNC_FLUSH,
 };
+use zipwire_adapt::sniff::{self, Verdict};
 use zipwire_codec::BlockEnd;
-use zipwire_tunnel::detect::{self, Verdict};
 
 use crate::engine::{rank, with_work, Engine, Status, MAX_CHUNK};
 
@@ -24,7 +24,7 @@ impl Engine {
     ) -> Result<(), c_int> {
         // zipwire level 0 (a level changed by deflateParams mid-stream) stores every block.
         let store = !data.is_empty()
-            && (self.stored || (self.adapt && detect::inspect(data) != Verdict::Compressible));
+            && (self.stored || (self.adapt && sniff::inspect(data) != Verdict::Compressible));
         let Some(encoder) = self.windowed.as_mut() else {
             return Err(Z_STREAM_ERROR);
         };

@@ -1,5 +1,6 @@
-//! zipwire's statistics: a [`Snapshot`] of the proxy's counters and gauges, written as JSON
-//! (the admin listener's `/stats`) or in the Prometheus text exposition format (`/metrics`).
+//! zipwire's statistics: a [`Snapshot`] of the proxy's counters and gauges and a
+//! [`TunnelSnapshot`] of a tunnel endpoint's, written as JSON (the admin listeners' `/stats`)
+//! or in the Prometheus text exposition format (`/metrics`).
 //!
 //! # Brief overview
 //!
@@ -11,6 +12,8 @@
 //!   metric, names prefixed `zipwire_proxy_`, counters ending in `_total`, bypass and throttle
 //!   reasons as a `reason` label, errors by `side` and `status` ([`prometheus`] lists every
 //!   metric).
+//! - [`TunnelSnapshot::to_json`] and [`TunnelSnapshot::to_prometheus`] do the same for a
+//!   tunnel endpoint, names prefixed `zipwire_tunnel_` ([`tunnel`] lists them).
 //!
 //! # Why hand-written
 //!
@@ -39,5 +42,7 @@
 
 pub mod prometheus;
 mod snapshot;
+pub mod tunnel;
 
 pub use snapshot::{CacheStats, CodingStats, Errors, Snapshot, THROTTLE_REASONS};
+pub use tunnel::TunnelSnapshot;

@@ -65,156 +65,148 @@ impl Snapshot {
 }
 
 fn render(snapshot: &Snapshot) -> String {
-    let mut out = Exposition::default();
+    let mut out = Exposition::new(PROXY_PREFIX);
     out.single(
-        "zipwire_proxy_requests_total",
+        "requests_total",
         "Requests received from clients.",
         Kind::Counter,
         Value::Int(snapshot.requests),
     );
     out.family(
-        "zipwire_proxy_requests_by_protocol_total",
+        "requests_by_protocol_total",
         "Requests received from clients, by the protocol they spoke (http/1.0, http/1.1, h2).",
         Kind::Counter,
     );
     for (protocol, count) in &snapshot.requests_by_protocol {
         out.sample(
-            "zipwire_proxy_requests_by_protocol_total",
+            "requests_by_protocol_total",
             &[("protocol", protocol)],
             Value::Int(*count),
         );
     }
     out.single(
-        "zipwire_proxy_responses_compressed_total",
+        "responses_compressed_total",
         "Responses sent compressed.",
         Kind::Counter,
         Value::Int(snapshot.responses_compressed),
     );
     out.single(
-        "zipwire_proxy_responses_decompressed_total",
+        "responses_decompressed_total",
         "Gzip responses decoded for clients that do not accept gzip.",
         Kind::Counter,
         Value::Int(snapshot.responses_decompressed),
     );
     out.family(
-        "zipwire_proxy_responses_bypassed_total",
+        "responses_bypassed_total",
         "Responses passed as they came, by reason.",
         Kind::Counter,
     );
     for (reason, count) in &snapshot.bypassed {
         out.sample(
-            "zipwire_proxy_responses_bypassed_total",
+            "responses_bypassed_total",
             &[("reason", reason)],
             Value::Int(*count),
         );
     }
     out.single(
-        "zipwire_proxy_bytes_in_total",
+        "bytes_in_total",
         "Body bytes read from upstreams.",
         Kind::Counter,
         Value::Int(snapshot.bytes_in),
     );
     out.single(
-        "zipwire_proxy_bytes_out_total",
+        "bytes_out_total",
         "Body bytes sent to clients.",
         Kind::Counter,
         Value::Int(snapshot.bytes_out),
     );
     out.single(
-        "zipwire_proxy_bytes_saved_total",
+        "bytes_saved_total",
         "Input minus output bytes of compressed responses.",
         Kind::Counter,
         Value::Int(snapshot.bytes_saved),
     );
     out.single(
-        "zipwire_proxy_compress_seconds_total",
+        "compress_seconds_total",
         "Seconds spent in encoder and decoder calls, summed over threads.",
         Kind::Counter,
         Value::Float(snapshot.compress_seconds),
     );
     out.single(
-        "zipwire_proxy_encode_seconds_total",
+        "encode_seconds_total",
         "Seconds spent in encoder calls alone, summed over threads: what max_cpu limits.",
         Kind::Counter,
         Value::Float(snapshot.encode_seconds),
     );
     out.single(
-        "zipwire_proxy_compressed_input_bytes_total",
+        "compressed_input_bytes_total",
         "Bytes the encoders compressed (not those stepped-down streams stored): what max_rate limits.",
         Kind::Counter,
         Value::Int(snapshot.compressed_input_bytes),
     );
     out.single(
-        "zipwire_proxy_active_streams",
+        "active_streams",
         "Response bodies being compressed or decompressed.",
         Kind::Gauge,
         Value::Int(snapshot.active_streams),
     );
     out.single(
-        "zipwire_proxy_stream_memory_bytes",
+        "stream_memory_bytes",
         "Bytes of compression buffers and encoder state held by active streams.",
         Kind::Gauge,
         Value::Int(snapshot.stream_memory_bytes),
     );
     out.family(
-        "zipwire_proxy_throttled",
+        "throttled",
         "1 for the budget limit compression is throttled by, 0 for the others.",
         Kind::Gauge,
     );
     let current = snapshot.throttled.as_deref();
     for reason in THROTTLE_REASONS {
         let on = current == Some(*reason);
-        out.sample(
-            "zipwire_proxy_throttled",
-            &[("reason", reason)],
-            Value::Int(on.into()),
-        );
+        out.sample("throttled", &[("reason", reason)], Value::Int(on.into()));
     }
     if let Some(reason) = current.filter(|reason| !THROTTLE_REASONS.contains(reason)) {
-        out.sample(
-            "zipwire_proxy_throttled",
-            &[("reason", reason)],
-            Value::Int(1),
-        );
+        out.sample("throttled", &[("reason", reason)], Value::Int(1));
     }
     out.single(
-        "zipwire_proxy_uptime_seconds",
+        "uptime_seconds",
         "Seconds since the proxy started.",
         Kind::Gauge,
         Value::Float(snapshot.uptime.as_secs_f64()),
     );
     out.single(
-        "zipwire_proxy_connections_total",
+        "connections_total",
         "Client connections accepted.",
         Kind::Counter,
         Value::Int(snapshot.connections),
     );
     out.single(
-        "zipwire_proxy_connections_active",
+        "connections_active",
         "Client connections open now.",
         Kind::Gauge,
         Value::Int(snapshot.active_connections),
     );
     out.single(
-        "zipwire_proxy_tls_handshakes_total",
+        "tls_handshakes_total",
         "TLS handshakes completed.",
         Kind::Counter,
         Value::Int(snapshot.tls_handshakes),
     );
     out.single(
-        "zipwire_proxy_tls_handshake_failures_total",
+        "tls_handshake_failures_total",
         "TLS handshakes that failed or timed out.",
         Kind::Counter,
         Value::Int(snapshot.tls_handshake_failures),
     );
     out.single(
-        "zipwire_proxy_upgrades_total",
+        "upgrades_total",
         "Upgrades passed (101 Switching Protocols from an upstream: WebSockets).",
         Kind::Counter,
         Value::Int(snapshot.upgrades),
     );
     out.single(
-        "zipwire_proxy_upgrades_active",
+        "upgrades_active",
         "Upgraded connections open now (WebSocket tunnels).",
         Kind::Gauge,
         Value::Int(snapshot.active_upgrades),
@@ -222,17 +214,17 @@ fn render(snapshot: &Snapshot) -> String {
     type Field = fn(&crate::CodingStats) -> u64;
     let per_coding: [(&str, &str, Field); 3] = [
         (
-            "zipwire_proxy_coding_responses_total",
+            "coding_responses_total",
             "Responses sent compressed, by coding.",
             |c| c.responses,
         ),
         (
-            "zipwire_proxy_coding_bytes_in_total",
+            "coding_bytes_in_total",
             "Bytes taken by the encoders, by coding.",
             |c| c.bytes_in,
         ),
         (
-            "zipwire_proxy_coding_bytes_out_total",
+            "coding_bytes_out_total",
             "Bytes produced by the encoders, by coding.",
             |c| c.bytes_out,
         ),
@@ -246,61 +238,61 @@ fn render(snapshot: &Snapshot) -> String {
     let cache = &snapshot.cache;
     let cached: [(&str, &str, Kind, Value); 10] = [
         (
-            "zipwire_proxy_cache_hits_total",
+            "cache_hits_total",
             "Requests answered from the cache without the origin.",
             Kind::Counter,
             Value::Int(cache.hits),
         ),
         (
-            "zipwire_proxy_cache_misses_total",
+            "cache_misses_total",
             "Requests the cache had nothing usable for.",
             Kind::Counter,
             Value::Int(cache.misses),
         ),
         (
-            "zipwire_proxy_cache_revalidations_total",
+            "cache_revalidations_total",
             "Stored responses the origin confirmed with a 304.",
             Kind::Counter,
             Value::Int(cache.revalidations),
         ),
         (
-            "zipwire_proxy_cache_stores_total",
+            "cache_stores_total",
             "Responses stored.",
             Kind::Counter,
             Value::Int(cache.stores),
         ),
         (
-            "zipwire_proxy_cache_evictions_total",
+            "cache_evictions_total",
             "Keys the eviction policy dropped.",
             Kind::Counter,
             Value::Int(cache.evictions),
         ),
         (
-            "zipwire_proxy_cache_invalidations_total",
+            "cache_invalidations_total",
             "Keys dropped by purges and unsafe methods.",
             Kind::Counter,
             Value::Int(cache.invalidations),
         ),
         (
-            "zipwire_proxy_cache_coalesced_total",
+            "cache_coalesced_total",
             "Misses that waited for another request filling the same key.",
             Kind::Counter,
             Value::Int(cache.coalesced),
         ),
         (
-            "zipwire_proxy_cache_bytes",
+            "cache_bytes",
             "Bytes the cache holds: bodies, headers and index.",
             Kind::Gauge,
             Value::Int(cache.bytes_held),
         ),
         (
-            "zipwire_proxy_cache_recompressions_total",
+            "cache_recompressions_total",
             "Stored variants recompressed at the best level.",
             Kind::Counter,
             Value::Int(cache.recompressions),
         ),
         (
-            "zipwire_proxy_cache_encoder_seconds_saved_total",
+            "cache_encoder_seconds_saved_total",
             "Encoder seconds not spent thanks to stored variants.",
             Kind::Counter,
             Value::Float(cache.encoder_seconds_saved),
@@ -310,7 +302,7 @@ fn render(snapshot: &Snapshot) -> String {
         out.single(name, help, kind, value);
     }
     out.family(
-        "zipwire_proxy_errors_total",
+        "errors_total",
         "Error responses the proxy wrote itself, by whose fault and status.",
         Kind::Counter,
     );
@@ -322,50 +314,70 @@ fn render(snapshot: &Snapshot) -> String {
         ("internal", "500", errors.internal),
     ] {
         out.sample(
-            "zipwire_proxy_errors_total",
+            "errors_total",
             &[("side", side), ("status", status)],
             Value::Int(count),
         );
     }
-    out.text
+    out.finish()
 }
 
+/// The prefix of every proxy metric's name.
+pub const PROXY_PREFIX: &str = "zipwire_proxy_";
+
+/// The prefix of every tunnel metric's name.
+pub const TUNNEL_PREFIX: &str = "zipwire_tunnel_";
+
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
 }
 
 #[derive(Clone, Copy)]
-enum Value {
+pub(crate) enum Value {
     Int(u64),
     Float(f64),
 }
 
-#[derive(Default)]
-struct Exposition {
+/// Text being written, every metric's name prefixed with the component's prefix.
+pub(crate) struct Exposition {
+    prefix: &'static str,
     text: String,
 }
 
 impl Exposition {
+    pub(crate) fn new(prefix: &'static str) -> Exposition {
+        Exposition {
+            prefix,
+            text: String::new(),
+        }
+    }
+
+    pub(crate) fn finish(self) -> String {
+        self.text
+    }
+
     /// A metric with one unlabelled sample.
-    fn single(&mut self, name: &str, help: &str, kind: Kind, value: Value) {
+    pub(crate) fn single(&mut self, name: &str, help: &str, kind: Kind, value: Value) {
         self.family(name, help, kind);
         self.sample(name, &[], value);
     }
 
-    fn family(&mut self, name: &str, help: &str, kind: Kind) {
+    pub(crate) fn family(&mut self, name: &str, help: &str, kind: Kind) {
+        let prefix = self.prefix;
         let kind = match kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
         };
         // Writing to a String cannot fail.
-        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+        let _ = writeln!(self.text, "# HELP {prefix}{name} {}", escape_help(help));
+        let _ = writeln!(self.text, "# TYPE {prefix}{name} {kind}");
     }
 
     /// A sample with `labels` (names as they are, values escaped).
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: Value) {
+    pub(crate) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: Value) {
+        self.text.push_str(self.prefix);
         self.text.push_str(name);
         for (i, (label, value)) in labels.iter().enumerate() {
             let open = if i == 0 { "{" } else { "," };

@@ -3,6 +3,7 @@
 
 use proptest::collection::vec;
 use proptest::prelude::*;
+use zipwire_adapt::rng::SplitMix64;
 
 /// Largest input [`data`] produces.
 pub const MAX_DATA_LEN: usize = 200_000;
@@ -34,7 +35,7 @@ impl DataKind {
 
 /// Deterministically generates `len` bytes of `kind` from `seed`.
 pub fn generate(kind: DataKind, len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut out = Vec::with_capacity(len);
     fill(kind, len, &mut rng, &mut out);
     debug_assert_eq!(out.len(), len);
@@ -272,27 +273,29 @@ const WORDS: &[&str] = &[
     "2026-05-19T08:00:00Z",
 ];
 
-fn fill(kind: DataKind, len: usize, rng: &mut Rng, out: &mut Vec<u8>) {
+fn fill(kind: DataKind, len: usize, rng: &mut SplitMix64, out: &mut Vec<u8>) {
     let end = out.len() + len;
     match kind {
         DataKind::Random => {
             while out.len() < end {
-                let word = rng.next().to_le_bytes();
+                let word = rng.next_u64().to_le_bytes();
                 let take = (end - out.len()).min(8);
                 out.extend_from_slice(&word[..take]);
             }
         }
         DataKind::Repetitive => {
-            let pattern: Vec<u8> = (0..rng.below(64) + 1).map(|_| rng.next() as u8).collect();
+            let pattern: Vec<u8> = (0..rng.below(64) + 1)
+                .map(|_| rng.next_u64() as u8)
+                .collect();
             while out.len() < end {
                 if rng.below(8) == 0 {
                     let run = rng.below(300) + 1;
-                    let byte = rng.next() as u8;
+                    let byte = rng.next_u64() as u8;
                     out.extend(std::iter::repeat_n(byte, run));
                 } else {
                     out.extend_from_slice(&pattern);
                     if rng.below(16) == 0 {
-                        out.push(rng.next() as u8);
+                        out.push(rng.next_u64() as u8);
                     }
                 }
             }
@@ -314,8 +317,8 @@ fn fill(kind: DataKind, len: usize, rng: &mut Rng, out: &mut Vec<u8>) {
             }
         }
         DataKind::Binary => {
-            let mut id = rng.next() as u32 & 0xffff;
-            let tag: [u8; 4] = (rng.next() as u32).to_le_bytes();
+            let mut id = rng.next_u64() as u32 & 0xffff;
+            let tag: [u8; 4] = (rng.next_u64() as u32).to_le_bytes();
             while out.len() < end {
                 id = id.wrapping_add(1);
                 out.extend_from_slice(&id.to_le_bytes());
@@ -340,27 +343,6 @@ fn fill(kind: DataKind, len: usize, rng: &mut Rng, out: &mut Vec<u8>) {
         }
     }
     out.truncate(end);
-}
-
-/// splitmix64: small, fast and good enough to make test data.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 #[cfg(test)]

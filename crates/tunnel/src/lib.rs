@@ -14,10 +14,10 @@
 //!   unauthenticated connections and their one deadline. [`keepalive`]: TCP keepalive and
 //!   pings that notice a silently dead path.
 //! - [`frame`]: raw or compressed data frames (codec and level in each), end and abort.
-//! - [`policy`] and [`detect`]: per block, raw or compressed and at which level, from magic
-//!   numbers, a sampled entropy, past failures, and the link's pace: the kernel's delivery
-//!   rate and unsent bytes ([`tcp_info`]), or else whether the writer waits for frames;
-//!   [`pace_memory`] hands the pace one connection measured to the next.
+//! - [`policy`], with [`zipwire_adapt::sniff`]: per block, raw or compressed and at which
+//!   level, from magic numbers, a sampled entropy, past failures, and the link's pace: the
+//!   kernel's delivery rate and unsent bytes ([`tcp_info`]), or else whether the writer waits
+//!   for frames; [`pace_memory`] hands the pace one connection measured to the next.
 //! - [`blocks`]: frames to bytes and back with zipwire's codec (stateless deflate),
 //!   zlib-rs (windowed deflate) and zstd.
 //! - [`memory`]: the cap on compressor state (`--max-memory`), each compressing
@@ -53,8 +53,6 @@
 #![warn(missing_docs)]
 
 pub mod blocks;
-mod cpu_time;
-pub mod detect;
 pub mod drain;
 pub mod endpoint;
 pub mod frame;

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use zipwire_adapt::cpu::Work;
 
 use crate::blocks::{BlockEncoder, BlockError};
-use crate::cpu_time::Work;
 use crate::frame::{self, Codec, FrameError, Method, DATA_HEADER_LEN};
 use crate::handshake::{ACCEPT_DEFLATE, ACCEPT_ZSTD};
 use crate::keepalive::{self, Heard};

@@ -1,12 +1,15 @@
 //! Byte and block counters per direction, shared by all of an endpoint's connections, and
 //! the report printed at exit (with `-v`) and on SIGUSR1, in the words of ssh's
-//! `compress outgoing: raw data N, compressed M, factor F`; and the same numbers as JSON for
-//! the admin listener's `/stats` and dashboard ([`Stats::to_json`]).
+//! `compress outgoing: raw data N, compressed M, factor F`; and the same numbers as a
+//! [`TunnelSnapshot`] for the admin listener's `/stats`, `/metrics` and dashboard
+//! ([`Stats::snapshot`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use zipwire_stats::tunnel::{Direction, MethodStats, Outgoing, TunnelMemory, TunnelSnapshot};
 
 use crate::frame::Method;
 use crate::memory::MemoryCap;
@@ -110,68 +113,55 @@ impl Stats {
         *self.link.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The counters as one JSON object: `uptime_seconds`, `memory` (`in_use` and `max` bytes,
-    /// `max` `null` without a cap, and `compressing` directions), then `outgoing` and `incoming`, each
-    /// with `raw` and `wire` bytes, `methods` (per method name: `blocks`, `raw`, `wire`,
-    /// `seconds`) and `raw_reasons` (every reason, 0 included); `outgoing` also has
-    /// `link_rate_bytes_per_s` (`null` until measured) and `link_limited` (whether the link,
-    /// not the sender, set that pace).
-    pub fn to_json(&self, uptime: Duration) -> String {
-        let mut out = format!("{{\"uptime_seconds\":{:.3}", uptime.as_secs_f64());
-        let max = self
-            .memory
-            .max()
-            .map_or("null".to_owned(), |max| max.to_string());
-        let _ = write!(
-            out,
-            ",\"memory\":{{\"in_use\":{},\"max\":{max},\"compressing\":{}}}",
-            self.memory.in_use(),
-            self.memory.compressing()
-        );
-        for (name, d) in [("outgoing", self.outgoing()), ("incoming", self.incoming())] {
-            let _ = write!(
-                out,
-                ",\"{name}\":{{\"raw\":{},\"wire\":{},\"methods\":{{",
-                d.raw(),
-                d.wire()
-            );
-            for (i, (method, c)) in d.methods.iter().enumerate() {
-                // Method names are ASCII letters, digits and a dash: no escaping needed.
-                let _ = write!(
-                    out,
-                    "{}\"{method}\":{{\"blocks\":{},\"raw\":{},\"wire\":{},\"seconds\":{:.6}}}",
-                    if i == 0 { "" } else { "," },
-                    c.blocks,
-                    c.raw,
-                    c.wire,
-                    c.time.as_secs_f64()
-                );
-            }
-            out.push_str("},\"raw_reasons\":{");
-            for (i, reason) in RawReason::ALL.iter().enumerate() {
-                let n = d.raw_reasons.get(reason).copied().unwrap_or(0);
-                let comma = if i == 0 { "" } else { "," };
-                let _ = write!(out, "{comma}\"{}\":{n}", reason.as_str());
-            }
-            out.push('}');
-            if name == "outgoing" {
-                let link = self.link().filter(|pace| pace.rate().is_finite());
-                let (rate, limited) = match link {
-                    Some(pace) => (
-                        format!("{:.0}", pace.rate()),
-                        matches!(pace, Pace::Limited(_)),
-                    ),
-                    None => ("null".to_owned(), false),
-                };
-                let _ = write!(
-                    out,
-                    ",\"link_rate_bytes_per_s\":{rate},\"link_limited\":{limited}"
-                );
-            }
-            out.push('}');
+    /// The counters at this moment, for the admin listener: `/stats` is its JSON
+    /// ([`TunnelSnapshot::to_json`]: `uptime_seconds`, `memory`, then `outgoing` and
+    /// `incoming` with their methods in this crate's order and every raw reason, 0 included),
+    /// `/metrics` its Prometheus text.
+    pub fn snapshot(&self, uptime: Duration) -> TunnelSnapshot {
+        let direction = |d: DirectionCounts| Direction {
+            raw: d.raw(),
+            wire: d.wire(),
+            methods: d
+                .methods
+                .iter()
+                .map(|(method, c)| {
+                    let stats = MethodStats {
+                        blocks: c.blocks,
+                        raw: c.raw,
+                        wire: c.wire,
+                        seconds: c.time.as_secs_f64(),
+                    };
+                    (method.to_string(), stats)
+                })
+                .collect(),
+            raw_reasons: RawReason::ALL
+                .iter()
+                .map(|reason| {
+                    let n = d.raw_reasons.get(reason).copied().unwrap_or(0);
+                    (reason.as_str().to_owned(), n)
+                })
+                .collect(),
+        };
+        let link = self.link().filter(|pace| pace.rate().is_finite());
+        TunnelSnapshot {
+            uptime,
+            memory: TunnelMemory {
+                in_use: self.memory.in_use(),
+                max: self.memory.max(),
+                compressing: self.memory.compressing() as u64,
+            },
+            outgoing: Outgoing {
+                counts: direction(self.outgoing()),
+                link_rate_bytes_per_s: link.map(|pace| pace.rate().round() as u64),
+                link_limited: matches!(link, Some(Pace::Limited(_))),
+            },
+            incoming: direction(self.incoming()),
         }
-        out.push('}');
-        out
+    }
+
+    /// [`Stats::snapshot`] as JSON, the admin listener's `/stats` and the dashboard's events.
+    pub fn to_json(&self, uptime: Duration) -> String {
+        self.snapshot(uptime).to_json()
     }
 
     /// A copy of the outgoing counters.
@@ -290,14 +280,12 @@ mod tests {
         let json = stats.to_json(Duration::from_millis(1500));
         assert!(
             json.starts_with(
-                "{\"uptime_seconds\":1.500,\"memory\":{\"in_use\":0,\"max\":268435456,\"compressing\":0},\"outgoing\":{\"raw\":1010,\"wire\":271,\"methods\":{"
+                "{\"uptime_seconds\":1.5,\"memory\":{\"in_use\":0,\"max\":268435456,\"compressing\":0},\"outgoing\":{\"raw\":1010,\"wire\":271,\"methods\":{"
             ),
             "{json}"
         );
         assert!(
-            json.contains(
-                "\"zstd-3\":{\"blocks\":1,\"raw\":1000,\"wire\":250,\"seconds\":0.002000}"
-            ),
+            json.contains("\"zstd-3\":{\"blocks\":1,\"raw\":1000,\"wire\":250,\"seconds\":0.002}"),
             "{json}"
         );
         assert!(
@@ -308,7 +296,7 @@ mod tests {
             json.contains("\"link_rate_bytes_per_s\":null,\"link_limited\":false}"),
             "{json}"
         );
-        assert!(json.ends_with("\"incoming\":{\"raw\":7,\"wire\":18,\"methods\":{\"raw\":{\"blocks\":1,\"raw\":7,\"wire\":18,\"seconds\":0.000000}},\"raw_reasons\":{\"off\":0,\"magic\":0,\"entropy\":0,\"no-gain\":0,\"backoff\":0,\"link-idle\":0,\"cpu-cap\":0,\"tiny\":0,\"mem-cap\":0}}}"), "{json}");
+        assert!(json.ends_with("\"incoming\":{\"raw\":7,\"wire\":18,\"methods\":{\"raw\":{\"blocks\":1,\"raw\":7,\"wire\":18,\"seconds\":0.0}},\"raw_reasons\":{\"off\":0,\"magic\":0,\"entropy\":0,\"no-gain\":0,\"backoff\":0,\"link-idle\":0,\"cpu-cap\":0,\"tiny\":0,\"mem-cap\":0}}}"), "{json}");
         stats.link_measured(Pace::Limited(1.25e6));
         let json = stats.to_json(Duration::ZERO);
         assert!(

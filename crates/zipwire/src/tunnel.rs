@@ -103,9 +103,9 @@ pub struct Common {
     #[arg(long, value_name = "DURATION", value_parser = parse_keepalive_interval)]
     pub keepalive_interval: Option<Duration>,
 
-    /// Serve /stats (JSON) and a live dashboard (/dashboard) over HTTP on this PORT of
-    /// 127.0.0.1, or on ADDR:PORT. It answers anyone who connects: keep it on loopback or a
-    /// management network. [default: off]
+    /// Serve /stats (JSON), /metrics (Prometheus) and a live dashboard (/dashboard) over
+    /// HTTP on this PORT of 127.0.0.1, or on ADDR:PORT. It answers anyone who connects: keep
+    /// it on loopback or a management network. [default: off]
     #[arg(long, value_name = "[ADDR:]PORT", value_parser = admin::parse_admin)]
     pub admin: Option<SocketAddr>,
 }

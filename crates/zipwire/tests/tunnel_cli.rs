@@ -569,3 +569,57 @@ fn weak_tokens_exposed_keys_and_help_are_spelled_out() {
         assert!(help.contains(needle), "no {needle:?} in:\n{help}");
     }
 }
+
+/// The value of the sample `series` (name and labels, as written) in `admin`'s `/metrics`.
+fn scrape(admin: &str, series: &str) -> f64 {
+    let mut stream = TcpStream::connect(admin).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("text/plain; version=0.0.4"), "{text}");
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+}
+
+#[test]
+fn the_admin_listener_s_metrics_count_the_tunnel_s_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pin, path) = keygen(dir.path());
+    let (server_addr, client_addr, admin) = (free_port(), free_port(), free_port());
+    let args = server_args(&server_addr, &echo_target(), &path);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Running::start(&args, &dir.path().join("server.log"));
+    server.wait_for("tunnel server ready");
+    let token = path("token");
+    let client = Running::start(
+        &[
+            "tunnel",
+            "client",
+            "--listen",
+            &client_addr,
+            "--server",
+            &server_addr,
+            "--pin",
+            &pin,
+            "--token-file",
+            &token,
+            "--admin",
+            &admin,
+        ],
+        &dir.path().join("client.log"),
+    );
+    client.wait_for("tunnel client ready");
+    let series = "zipwire_tunnel_raw_bytes_total{direction=\"outgoing\"}";
+    let before = scrape(&admin, series);
+    let data = vec![b'z'; 300_000];
+    assert!(exchange(&client_addr, &data).unwrap() == data);
+    let after = scrape(&admin, series);
+    assert!(after >= before + 300_000.0, "{before} -> {after}");
+}

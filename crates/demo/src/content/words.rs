@@ -1,7 +1,7 @@
 //! The word lists the demo's pages are made from: our own, so the demo ships no third-party
 //! text.
 
-/// The word list sentences are made of, most frequent first ([`super::Rng::pick_skewed`] favours
+/// The word list sentences are made of, most frequent first ([`SplitMix64::pick_skewed`](zipwire_adapt::rng::SplitMix64::pick_skewed) favours
 /// the start).
 pub(super) const WORDS: &[&str] = &[
     "the",

@@ -3,7 +3,7 @@
 //!
 //! # How it decides
 //!
-//! - **Skip what won't compress.** [`crate::detect`] looks at magic numbers and a sampled
+//! - **Skip what won't compress.** [`zipwire_adapt::sniff`] looks at magic numbers and a sampled
 //!   entropy first. A compression that saves less than [`MIN_SAVING`] is a failure; after `n`
 //!   failures in a row the next `2^n` blocks (at most [`MAX_BACKOFF`]) go raw untried, then it
 //!   probes again, so it never gives up on a connection for good.
@@ -52,7 +52,8 @@ mod types;
 
 use std::time::Duration;
 
-use crate::detect::{self, Verdict};
+use zipwire_adapt::sniff::{self, Verdict};
+
 use crate::frame::{Codec, Method};
 
 use link::idle_now;
@@ -252,7 +253,7 @@ impl Policy {
         if signals.full && self.link_too_fast() {
             return Decision::Raw(RawReason::LinkIdle);
         }
-        match detect::inspect(block) {
+        match sniff::inspect(block) {
             Verdict::Magic(_) => return Decision::Raw(RawReason::Magic),
             Verdict::HighEntropy(_) => return Decision::Raw(RawReason::Entropy),
             Verdict::Compressible => {}

@@ -70,18 +70,9 @@ impl Default for FlushPolicy {
     }
 }
 
-/// The CPU time the calling thread has run, for timing encoder and decoder calls. Wall time also
-/// counts the time the thread waited for a core (other processes, other threads): on a busy host
-/// `max_cpu` would throttle compression for CPU it did not use (the stats would say 88% of a core
-/// where the whole process had 43%). One system call, a fraction of a microsecond, beside calls of
-/// tens of microseconds.
-pub(crate) fn thread_cpu() -> Duration {
-    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
-}
+/// The CPU time the calling thread has run, for timing encoder and decoder calls, not the
+/// wall time, which counts waits for a core too.
+pub(crate) use zipwire_adapt::cpu::thread_cpu;
 
 /// Counters a compressing or decompressing body adds to as it runs, call by call.
 #[derive(Debug, Default)]

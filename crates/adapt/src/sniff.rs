@@ -1,4 +1,6 @@
-//! Cheap checks that say a block will not compress before any compressor runs on it.
+//! Sniffing: cheap checks that say a block will not compress before any compressor runs on
+//! it. The tunnel's policy and the drop-in libz (`ZIPWIRE_ZLIB_ADAPT`) both ask it, so it
+//! lives here, with no dependency, where neither pulls in the other.
 //!
 //! Two tests, as filesystems with transparent compression do: a look at the first bytes for
 //! the magic numbers of compressed and encrypted formats (TLS records included, so forwarded
