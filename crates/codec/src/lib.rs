@@ -48,6 +48,8 @@ mod decode;
 mod encode;
 mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod level;
 mod stateful;
 mod window;

@@ -59,6 +59,17 @@ pub struct Counters {
     pub codings: CodingCounters,
     /// The compressed-variant cache: hits, misses, stores, memory held.
     pub cache: Arc<CacheCounters>,
+    /// The gather budget's use ([`GatherGate`](crate::GatherGate)).
+    pub gather: Arc<GatherCounters>,
+}
+
+/// How the gather budget ([`GatherGate`](crate::GatherGate)) was used.
+#[derive(Debug, Default)]
+pub struct GatherCounters {
+    /// Times a body found the budget spent and waited in line for a share.
+    pub waits: AtomicU64,
+    /// The most bytes of the budget held at once by all bodies together (a high-water mark).
+    pub peak_held: AtomicU64,
 }
 
 impl Counters {

@@ -105,7 +105,8 @@ pub use body::{
 pub use connection::server::{raise_open_files, run_blocking, run_blocking_with, Hurry, Server};
 pub use connection::tls::{check_certificates, TlsReloader};
 pub use counters::{
-    BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, ProtocolCounters,
+    BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, GatherCounters,
+    ProtocolCounters,
 };
 pub use error::{ProxyError, Side};
 pub use settings::{

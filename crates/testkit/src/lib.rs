@@ -9,6 +9,8 @@
 //!   [`splits`] cuts an input into call lengths and [`split_input`] applies them.
 //! - Tools: [`require_tool`] and [`run_with_stdin`] run `gzip`, `pigz`, `python3` and friends.
 //! - Failures: [`save_failure`] writes a failing input to a file and prints its path.
+//! - Memory: [`alloc::Counting`] counts a test binary's allocations, [`alloc::alone`] runs a
+//!   test by itself in a child process.
 //! - TLS: [`tls::AnyCertificate`] lets a test client accept a server's throw-away certificate.
 //!
 //! # Missing corpus or tool
@@ -30,9 +32,10 @@
 //! assert_eq!(calls.concat(), input);
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod alloc;
 mod data;
 pub mod tls;
 

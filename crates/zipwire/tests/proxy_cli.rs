@@ -477,6 +477,41 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     assert!(proxy.0.try_wait().expect("wait").is_none());
 }
 
+/// The anonymous resident memory of process `pid` (heap, stacks and arenas: what the
+/// process allocated, not the pages of its binary and libraries it happened to touch), in
+/// bytes.
+fn rss_anon(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("an RssAnon line");
+    kib * 1024
+}
+
+/// The descriptors process `pid` has open.
+fn descriptors(pid: u32) -> u64 {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc fd")
+        .count() as u64
+}
+
+/// A gauge or counter from the proxy's admin listener at `admin` (its `/metrics` text).
+fn metric(admin: std::net::SocketAddr, name: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(admin).expect("connect to the admin listener");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .expect("ask for /metrics");
+    let mut page = String::new();
+    stream.read_to_string(&mut page).expect("read /metrics");
+    page.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {page}"))
+}
+
 /// The resident set of process `pid`, in bytes.
 fn rss(pid: u32) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
@@ -497,22 +532,31 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
     let dir = tls_dir("memory");
     let (cert, key, _) = certificate(&dir, "site", "proxy.test");
     let upstream = origin();
+    const SLOTS: u64 = 64;
     let config = config_file(
         "proxy-tls-memory.toml",
         &format!(
-            "upstreams = [\"http://{upstream}\"]\nthreads = 1\n[limits]\nmax_connections = 64\n\
+            "upstreams = [\"http://{upstream}\"]\nthreads = 1\nadmin = \"127.0.0.1:0\"\n\
+             [limits]\nmax_connections = {SLOTS}\n\
              [tls]\nlisten = [\"127.0.0.1:0\"]\ncert = \"{}\"\nkey = \"{}\"\nhandshake_timeout = \"2s\"\n",
             cert.display(),
             key.display()
         ),
     );
-    let (running, _log, line) = start_proxy(zipwire().args(["proxy", "--config"]).arg(&config));
+    let (running, log, line) = start_proxy(zipwire().args(["proxy", "--config"]).arg(&config));
     let addr = listening_addr(&line);
+    let admin = admin_addr(&log.wait_for("admin listening"));
     // Warm up: one full handshake and request, so the baseline holds what one client costs.
     let mut warm = tls_client::connect(addr);
     assert_eq!(tls_client::get(&mut warm), b"hello");
     drop(warm);
-    let before = rss(running.0.id());
+    let active = "zipwire_proxy_connections_active";
+    wait_until(
+        || metric(admin, active) == 0,
+        "the warm-up connection to close",
+    );
+    let pid = running.0.id();
+    let (before, sockets) = (rss_anon(pid), descriptors(pid));
 
     // Clients that announce a full 16 KiB record and send a sliver of it, garbage, or
     // nothing, and hold their connections open.
@@ -534,24 +578,62 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
         "only {} of {CLIENTS} clients connected: the bound below would prove nothing",
         held.len()
     );
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let during = rss(running.0.id());
+    // Every slot is taken by a stalled client (an accepted socket each, in handshake: not
+    // yet an active connection), each holding what it sent.
+    wait_until(
+        // Less one: the warm-up connection's socket may have closed after `sockets`.
+        || descriptors(pid) + 1 >= sockets + SLOTS,
+        &format!("the slots to fill ({sockets} descriptors before)"),
+    );
+    let during = rss_anon(pid);
     let grown = during.saturating_sub(before);
+    eprintln!(
+        "anonymous RSS {} KiB before, {} KiB with {} bad clients: {} bytes a slot",
+        before >> 10,
+        during >> 10,
+        held.len(),
+        grown / SLOTS
+    );
+    // 64 slots, a third of them with 8 KiB of a record buffered: measured 1.27 MiB, about
+    // 20 KB a slot. A proxy that took three times the slots measured 1.9 MiB before its
+    // other clients were even all accepted.
     assert!(
-        grown < 16 << 20,
+        grown < 1_600 << 10,
         "{} clients grew the proxy by {} KiB",
         held.len(),
         grown >> 10
+    );
+    assert!(
+        descriptors(pid) <= sockets + SLOTS,
+        "more clients accepted than slots"
     );
     // Served again once the stalled ones are cut (64 at a time, each after 2 s at most).
     drop(held);
     let mut later = tls_client::connect(addr);
     assert_eq!(tls_client::get(&mut later), b"hello");
-    eprintln!(
-        "RSS {} KiB before, {} KiB with {CLIENTS} bad clients",
-        before >> 10,
-        during >> 10
-    );
+}
+
+/// The address in an "admin listening" log line.
+fn admin_addr(line: &str) -> std::net::SocketAddr {
+    let at = line.find("addr=").expect("an address") + "addr=".len();
+    line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect::<String>()
+        .parse()
+        .expect("an address in the log line")
+}
+
+/// Polls `done` every 10 ms until it holds, failing after 20 s with what was awaited.
+fn wait_until(mut done: impl FnMut() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 20 s for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// An origin that keeps its connections alive, answering every request with a small body.

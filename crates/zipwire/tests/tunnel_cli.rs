@@ -56,13 +56,12 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
 
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
     let target = echo_target();
-    let server_addr = free_port();
     let server = Running::start(
         &[
             "tunnel",
             "server",
             "--listen",
-            &server_addr,
+            "127.0.0.1:0",
             "--forward",
             &target,
             "--cert",
@@ -74,16 +73,17 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
         ],
         &dir.path().join("server.log"),
     );
+    // Port 0 for both ends, the bound address read from each ready line.
     server.wait_for("tunnel server ready");
+    let server_addr = listen_addr(&server);
 
     // A good client carries the bytes and reports its counters on SIGUSR1.
-    let client_addr = free_port();
     let client = Running::start(
         &[
             "tunnel",
             "client",
             "--listen",
-            &client_addr,
+            "127.0.0.1:0",
             "--server",
             &server_addr,
             "--pin",
@@ -94,6 +94,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
         &dir.path().join("client.log"),
     );
     client.wait_for("tunnel client ready");
+    let client_addr = listen_addr(&client);
     let data: Vec<u8> = (0..2_000_000u32)
         .map(|i| b"zipwire tunnel "[i as usize % 15])
         .collect();
@@ -160,12 +161,12 @@ fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, S
     assert!(out.status.success());
     let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
-    let (server_addr, client_addr) = (free_port(), free_port());
+    // Port 0 for both ends, the bound address read from each ready line.
     let mut args = vec![
         "tunnel",
         "server",
         "--listen",
-        &server_addr,
+        "127.0.0.1:0",
         "--forward",
         target,
     ];
@@ -174,7 +175,8 @@ fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, S
     args.extend(extra);
     let server = Running::start(&args, &dir.join("server.log"));
     server.wait_for("tunnel server ready");
-    let mut args = vec!["tunnel", "client", "--listen", &client_addr];
+    let server_addr = listen_addr(&server);
+    let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
     args.extend([
         "--server",
         &server_addr,
@@ -186,6 +188,7 @@ fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, S
     args.extend(extra);
     let client = Running::start(&args, &dir.join("client.log"));
     client.wait_for("tunnel client ready");
+    let client_addr = listen_addr(&client);
     (server, client, client_addr)
 }
 

@@ -43,14 +43,15 @@ fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, St
     let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
     let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
-    let (server_addr, client_addr, target) = (free_port(), free_port(), echo_target());
-    let mut args = vec!["tunnel", "server", "--listen", &server_addr];
+    // Port 0, the bound address read from each ready line.
+    let target = echo_target();
+    let mut args = vec!["tunnel", "server", "--listen", "127.0.0.1:0"];
     args.extend(["--forward", &target, "--cert", &cert, "--key", &key]);
     args.extend(["--token-file", &token]);
     args.extend(server);
     let server = Running::start(&args, &dir.join("server.log"));
-    server.wait_for("tunnel server ready");
-    let mut args = vec!["tunnel", "client", "--listen", &client_addr];
+    let server_addr = listen_addr(&server.wait_for("tunnel server ready"));
+    let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
     args.extend([
         "--server",
         &server_addr,
@@ -61,7 +62,7 @@ fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, St
     ]);
     args.extend(client);
     let client = Running::start(&args, &dir.join("client.log"));
-    client.wait_for("tunnel client ready");
+    let client_addr = listen_addr(&client.wait_for("tunnel client ready"));
     (server, client, client_addr)
 }
 

@@ -141,12 +141,13 @@ impl Proxy {
             via,
             access_log: config.access_log,
             cache: cache.map(Arc::new),
-            counters,
+            counters: counters.clone(),
             throttle,
             memory,
             gather: GatherGate::new(config.budget.gather_memory.unwrap_or(
                 crate::settings::GATHER_MEMORY_PER_THREAD * config.threads.max(1) as u64,
-            )),
+            ))
+            .counted(counters.gather.clone()),
             max_head: config.limits.max_header_bytes,
             tunnel_limits: tunnel::Limits {
                 idle: config.timeouts.upgrade_idle,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -472,18 +473,21 @@ async fn a_fill_an_unsafe_request_invalidated_on_the_way_is_not_stored() {
     // A GET's body is on its way when a POST to the same target succeeds (RFC 9111 §4.4):
     // what the GET brings may predate the change and must not be stored after it.
     let get = first_half(&client, &proxy).await;
-    let post = {
-        let (client, url) = (client.clone(), proxy.url("/page"));
-        tokio::spawn(async move { fetch(&client, "POST", &url, &[]).await })
-    };
-    origin
-        .wait_for_hits(2, "the POST never reached the origin")
-        .await;
-    // Its head (the invalidation) comes before the second chunk, which the gate holds.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The proxy invalidates when the POST's head comes back, before it passes the head on:
+    // the head at the client is the invalidation done. Its body's second chunk waits at the
+    // gate.
+    let post = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.request(request("POST", &proxy.url("/page"), &[])),
+    )
+    .await
+    .expect("the POST's head within 5 s")
+    .expect("the POST's head");
+    assert_eq!(post.status(), 200);
     origin.gate.add_permits(2);
     assert_eq!(get.finish().await, html(BODY_LEN));
-    assert_eq!(post.await.expect("the POST").0.status, 200);
+    let posted = post.into_body().collect().await.expect("the POST's body");
+    assert_eq!(posted.to_bytes().len(), BODY_LEN);
     assert_eq!(stores(&proxy), 0, "stored after the invalidation");
     origin.gate.add_permits(1);
     let (_, again) = fetch(&client, "GET", &proxy.url("/page"), &[]).await;

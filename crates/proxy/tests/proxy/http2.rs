@@ -401,8 +401,14 @@ async fn streams_open_no_more_upstream_connections_than_the_limit() {
             tokio::spawn(async move { h2_get(&send, addr, "/slow-head", &[]).await.0.status })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    // Both slots are held: a third stream waits the connect timeout for one, then is a 502.
+    // Both requests at the origin: both slots are held.
+    bounded("the slow requests at the origin", async {
+        while origin.hits.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // A third stream waits the connect timeout for one, then is a 502.
     let started = Instant::now();
     let (head, _) = h2_get(&send, addr, "/small.txt", &[]).await;
     assert_eq!(head.status, 502);

@@ -2,6 +2,13 @@
 //!
 //! Every body that goes through the proxy is decoded and compared byte for byte with what the
 //! origin sent.
+//!
+//! The binary counts its allocations ([`zipwire_testkit::alloc`]): a test that measures
+//! memory runs itself alone in a child process ([`zipwire_testkit::alloc::alone`]), where
+//! the count is its own.
+
+#[global_allocator]
+static COUNTING: zipwire_testkit::alloc::Counting = zipwire_testkit::alloc::Counting;
 
 mod cache;
 mod cache_fill;

@@ -332,6 +332,12 @@ async fn a_gather_budget_smaller_than_a_call_still_serves() {
             assert!(plain == want, "{coding} {path}: {} bytes", plain.len());
         }
     }
+    // The gate held the calls' input, never more than the budget.
+    let held = Proxy::count(&proxy.stats.gather.peak_held);
+    assert!(
+        (1..=64 * 1024).contains(&held),
+        "the gate held {held} bytes"
+    );
 }
 
 /// A gather budget with room for one call at a time still serves every response, in turns:
@@ -373,6 +379,14 @@ async fn a_small_gather_budget_serves_every_response_in_turns() {
             plain.len()
         );
     }
+    // The gate held the calls' input, never more than the budget, and made some wait.
+    let held = Proxy::count(&proxy.stats.gather.peak_held);
+    assert!(
+        (1..=64 * 1024).contains(&held),
+        "the gate held {held} bytes"
+    );
+    let waits = Proxy::count(&proxy.stats.gather.waits);
+    assert!(waits > 0, "no response waited for the budget");
 }
 
 /// A loopback admin listener answers only a local `Host`: a page whose name was rebound to

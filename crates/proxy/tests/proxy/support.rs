@@ -452,11 +452,45 @@ pub struct Proxy {
     pub hurry: Hurry,
     shutdown: Option<oneshot::Sender<()>>,
     pub task: Option<JoinHandle<Result<(), ProxyError>>>,
+    /// The runtime of a proxy started with [`Proxy::start_apart`], shut down on drop.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Proxy {
     /// Starts a proxy in front of `upstreams`, with short timeouts, after `adjust`.
     pub async fn start(upstreams: Vec<Upstream>, adjust: impl FnOnce(&mut ProxyConfig)) -> Proxy {
+        let config = Proxy::config(upstreams, adjust);
+        Proxy::serve(
+            Server::bind(config).await.expect("bind proxy"),
+            &tokio::runtime::Handle::current(),
+        )
+    }
+
+    /// [`Proxy::start`], but the proxy runs on a runtime of its own with one worker thread
+    /// (as with `threads = 1`): what blocks that thread holds up the proxy's other requests,
+    /// never the test's own tasks and timers.
+    pub async fn start_apart(
+        upstreams: Vec<Upstream>,
+        adjust: impl FnOnce(&mut ProxyConfig),
+    ) -> Proxy {
+        let config = Proxy::config(upstreams, adjust);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("the proxy's runtime");
+        let server = runtime
+            .spawn(Server::bind(config))
+            .await
+            .expect("binding ran")
+            .expect("bind proxy");
+        let mut proxy = Proxy::serve(server, runtime.handle());
+        proxy.runtime = Some(runtime);
+        proxy
+    }
+
+    /// The test settings: short timeouts, one thread, then `adjust`.
+    fn config(upstreams: Vec<Upstream>, adjust: impl FnOnce(&mut ProxyConfig)) -> ProxyConfig {
         let mut config = ProxyConfig::new("127.0.0.1:0".parse().expect("valid"), upstreams);
         config.threads = 1;
         config.timeouts.header_read = Duration::from_secs(1);
@@ -464,14 +498,18 @@ impl Proxy {
         config.timeouts.upstream_response = Duration::from_secs(2);
         config.timeouts.shutdown_grace = Duration::from_secs(2);
         adjust(&mut config);
-        let server = Server::bind(config).await.expect("bind proxy");
+        config
+    }
+
+    /// Runs `server` on `runtime` until shut down.
+    fn serve(server: Server, runtime: &tokio::runtime::Handle) -> Proxy {
         let addr = server.local_addr();
         let admin = server.admin_addr();
         let stats = server.stats();
         let throttle = server.throttle();
         let hurry = server.hurry();
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(server.run(async move {
+        let task = runtime.spawn(server.run(async move {
             let _ = rx.await;
         }));
         Proxy {
@@ -482,6 +520,7 @@ impl Proxy {
             hurry,
             shutdown: Some(tx),
             task: Some(task),
+            runtime: None,
         }
     }
 
@@ -511,6 +550,9 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         if let Some(task) = &self.task {
             task.abort();
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }

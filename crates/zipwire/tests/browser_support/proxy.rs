@@ -2,7 +2,7 @@
 //! generated self-signed certificate, zstd, br and gzip offered, and the admin listener.
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,10 +23,17 @@ pub struct Proxy {
     _dir: tempfile::TempDir,
 }
 
-/// A loopback port that was free a moment ago.
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local address")
+/// Where the proxy's log says a listener is bound: the address after `key=` on the first
+/// line holding `needle`.
+fn logged_addr(log: &str, needle: &str, key: &str) -> Option<SocketAddr> {
+    let line = log.lines().find(|line| line.contains(needle))?;
+    let at = line.find(key)? + key.len();
+    line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect::<String>()
+        .parse()
+        .ok()
 }
 
 fn binary() -> Command {
@@ -52,19 +59,21 @@ impl Proxy {
             std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| e.to_string())?;
         }
-        let (listen, tls, admin) = (free_port(), free_port(), free_port());
+        // Port 0 for every listener, each bound address read back from the log: no port is
+        // released and bound again, where a parallel test could take it.
+        let any = "127.0.0.1:0";
         let log = dir.path().join("proxy.log");
         let log_file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
         let child = binary()
             .arg("proxy")
-            .args(["--listen", &listen.to_string()])
-            .args(["--tls-listen", &tls.to_string()])
+            .args(["--listen", any])
+            .args(["--tls-listen", any])
             .arg("--tls-cert")
             .arg(&cert)
             .arg("--tls-key")
             .arg(&key)
             .args(["--upstream", &format!("http://{origin}")])
-            .args(["--admin", &admin.to_string()])
+            .args(["--admin", any])
             .args(["--encodings", "zstd,br,gzip"])
             .args(["--threads", "2"])
             .stdin(Stdio::null())
@@ -72,11 +81,12 @@ impl Proxy {
             .stderr(log_file)
             .spawn()
             .map_err(|e| format!("cannot start zipwire: {e}"))?;
+        let unbound: SocketAddr = any.parse().expect("valid");
         let mut proxy = Proxy {
             child,
-            listen,
-            tls,
-            admin,
+            listen: unbound,
+            tls: unbound,
+            admin: unbound,
             log,
             _dir: dir,
         };
@@ -85,14 +95,19 @@ impl Proxy {
             if let Ok(Some(status)) = proxy.child.try_wait() {
                 return Err(format!("zipwire proxy exited ({status}):\n{}", proxy.log()));
             }
-            let up = |addr| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok();
-            if up(tls) && up(admin) {
+            let text = proxy.log();
+            let bound = (
+                logged_addr(&text, "tls=false", "local_addr="),
+                logged_addr(&text, "tls=true", "local_addr="),
+                logged_addr(&text, "admin listening", "addr="),
+            );
+            if let (Some(listen), Some(tls), Some(admin)) = bound {
+                (proxy.listen, proxy.tls, proxy.admin) = (listen, tls, admin);
                 return Ok(proxy);
             }
             if started.elapsed() > START_LIMIT {
                 return Err(format!(
-                    "zipwire proxy did not listen on {tls} and {admin} within \
-                     {START_LIMIT:?}:\n{}",
+                    "zipwire proxy did not log its listeners within {START_LIMIT:?}:\n{}",
                     proxy.log()
                 ));
             }

@@ -78,6 +78,17 @@ impl Drop for Running {
     }
 }
 
+/// The address after `listen=` in a "tunnel server ready" or "tunnel client ready" line: a
+/// tunnel started with `--listen 127.0.0.1:0` says there where it is bound.
+#[allow(dead_code)]
+pub fn listen_addr(ready: &str) -> String {
+    let at = ready.find("listen=").expect("a listen= field") + "listen=".len();
+    ready[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect()
+}
+
 pub fn free_port() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().to_string()

@@ -36,6 +36,8 @@ use std::time::Duration;
 
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
+use crate::counters::GatherCounters;
+
 /// How long a body of known length may hold its share while its upstream sends nothing.
 pub(super) const STALL: Duration = Duration::from_secs(1);
 
@@ -51,6 +53,8 @@ pub struct GatherGate {
     total: u32,
     /// Bodies waiting in line for a share.
     waiting: Arc<AtomicUsize>,
+    /// Where the gate's use is counted.
+    counters: Arc<GatherCounters>,
 }
 
 impl GatherGate {
@@ -63,7 +67,24 @@ impl GatherGate {
             units: Arc::new(Semaphore::new(total as usize)),
             total,
             waiting: Arc::new(AtomicUsize::new(0)),
+            counters: Arc::default(),
         }
+    }
+
+    /// The gate, counting its use in `counters` (a proxy's [`Counters::gather`]).
+    ///
+    /// [`Counters::gather`]: crate::Counters::gather
+    pub fn counted(mut self, counters: Arc<GatherCounters>) -> GatherGate {
+        self.counters = counters;
+        self
+    }
+
+    /// Raises the high-water mark of bytes held to what is held now.
+    fn note_held(&self) {
+        let held = u64::from(self.total).saturating_sub(self.units.available_permits() as u64);
+        self.counters
+            .peak_held
+            .fetch_max(held * UNIT as u64, Ordering::Relaxed);
     }
 
     /// Bytes of the budget not held by any body now.
@@ -103,6 +124,8 @@ pub(super) struct Share {
     gate: GatherGate,
     held: Option<OwnedSemaphorePermit>,
     waiting: Option<(u32, Acquire)>,
+    /// Whether this place in line has been counted as a wait.
+    counted_wait: bool,
 }
 
 /// What [`Share::reserve`] found.
@@ -125,6 +148,7 @@ impl Share {
             gate,
             held: None,
             waiting: None,
+            counted_wait: false,
         }
     }
 
@@ -155,6 +179,7 @@ impl Share {
                     if let Some(held) = self.held.as_mut() {
                         held.merge(more);
                     }
+                    self.gate.note_held();
                     Reserve::Ready
                 }
                 Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => Reserve::Cut,
@@ -171,13 +196,19 @@ impl Share {
             Poll::Ready(Ok(permit)) => {
                 self.leave_line();
                 self.held = Some(permit);
+                self.gate.note_held();
                 self.reserve(bytes, cx)
             }
             Poll::Ready(Err(_)) => {
                 self.leave_line();
                 Reserve::Unlimited
             }
-            Poll::Pending => Reserve::Wait,
+            Poll::Pending => {
+                if !std::mem::replace(&mut self.counted_wait, true) {
+                    self.gate.counters.waits.fetch_add(1, Ordering::Relaxed);
+                }
+                Reserve::Wait
+            }
         }
     }
 
@@ -192,6 +223,7 @@ impl Share {
     }
 
     fn leave_line(&mut self) {
+        self.counted_wait = false;
         if self.waiting.take().is_some() {
             self.gate.waiting.fetch_sub(1, Ordering::Relaxed);
         }
