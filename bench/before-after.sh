@@ -53,13 +53,17 @@ done
 
 echo "# before: $BEFORE"
 echo "# after:  $AFTER"
-echo "# $ROUNDS rounds, ${DURATION}s per run, alternating; hits/s is the row's 4th field and"
-echo "# RSS (MiB) its last, as bench/proxy.sh's TSV gives them"
+echo "# $ROUNDS rounds, ${DURATION}s per run, alternating; medians over rounds of hits/s and of"
+echo "# the proxy's peak RSS (MiB), and of each round's after/before ratio"
 echo
 # Rows are matched by mode and their own label fields (the 1st to 3rd of proxy.sh's row).
 awk -F'\t' '
-    { key = $2 "\t" $4 " " $5 " " $6; seen[key] = 1
-      hits[key, $1, $3] = $7; rss[key, $1, $3] = $NF; if ($1 + 1 > rounds) rounds = $1 + 1 }
+    # MODE=h2 rows: proxy, coding, hits/s, BW in, BW out, ratio, RSS, then three columns
+    # against HAProxy; the other modes: proxy, conns, file, hits/s, ..., RSS last.
+    $2 == "h2" { key = $2 "\t" $4 " " $5; h = $6; m = $10 }
+    $2 != "h2" { key = $2 "\t" $4 " " $5 " " $6; h = $7; m = $NF }
+    { seen[key] = 1; hits[key, $1, $3] = h; rss[key, $1, $3] = m
+      if ($1 + 1 > rounds) rounds = $1 + 1 }
     function median(a, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2

@@ -138,8 +138,8 @@ cpus=$(nproc)
 ulimit -n "$(ulimit -Hn)"
 
 zipwire_ok=0
-# MODE=cache runs CACHE_PROXIES (zipwire's rows among them by default), not PROXIES: until
-# 2026-11-28 a PROXIES without zipwire left its cache rows out without a word.
+# MODE=cache runs CACHE_PROXIES (zipwire's rows among them by default), not PROXIES, so
+# zipwire is checked whenever MODE=cache, whatever PROXIES names.
 if [ "$MODE" = cache ] || [[ " $PROXIES " =~ " zipwire"(-admin|-viewer)?" " ]]; then
     if "$ZIPWIRE" proxy --help > /dev/null 2>&1; then
         zipwire_ok=1
