@@ -193,8 +193,8 @@ impl Budget {
     ///
     /// A state switch set on each observation lets every response that starts between two
     /// observations through, whatever its size: with observations 100 ms apart a 1 MiB/s
-    /// limit held 27 MB/s (until 2026-11-28). A caller that takes each response's expected
-    /// input from this allowance as it admits it holds the rate over each window.
+    /// limit let 27 MB/s through (measured 2026-11-28). A caller that takes each response's
+    /// expected input from this allowance as it admits it holds the rate over each window.
     pub fn rate_allowance(&self) -> Option<u64> {
         self.spec.max_rate.map(|limit| {
             let window = self.spec.window.as_secs_f64();

@@ -238,8 +238,8 @@ impl Cache {
                 if !fits && ours_alone {
                     // It names another representation (a new strong `ETag` or another
                     // `Last-Modified`, from an origin that answered the date alone): the stored
-                    // body is not relabelled with it, which would serve the old body under the new
-                    // tag for good. This client gets the entry as it was stored, and the entry
+                    // body is not relabelled with it, which would serve the stored body under the
+                    // new tag for good. This client gets the entry as it was stored, and the entry
                     // goes, so that the next request fetches the new one whole.
                     if self.store.remove(&using.key) {
                         self.account();
@@ -275,7 +275,7 @@ impl Cache {
         }
         CacheCounters::bump(&self.counters.misses);
         if request.method == Method::HEAD {
-            // §4.3.5: a HEAD response that no longer matches the stored one invalidates it.
+            // §4.3.5: a HEAD response that does not match the stored one invalidates it.
             if let Some(entry) = &using.entry {
                 let same = |name| entry.headers.get(&name) == response.headers().get(&name);
                 if status != entry.status || !same(ETAG) || !same(LAST_MODIFIED) {
@@ -296,8 +296,8 @@ impl Cache {
         );
         if let Err(reason) = admitted {
             debug!(?reason, key = using.key, "not stored");
-            // The origin answered with a new response that may not be kept: the old one is
-            // no longer what it serves.
+            // The origin answered with a new response that may not be kept: the stored one
+            // is not what it serves, and goes.
             if using.entry.is_some() && self.store.remove(&using.key) {
                 self.account();
             }

@@ -21,7 +21,8 @@ pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let ignored = ignored_signals();
-        // SIGXFSZ and SIGXCPU: `ulimit -f` and `ulimit -t` (a temporary file was left).
+        // SIGXFSZ and SIGXCPU: `ulimit -f` and `ulimit -t` (their default action would leave a
+        // temporary file).
         let wanted: Vec<i32> = [SIGINT, SIGTERM, SIGHUP, SIGXFSZ, SIGXCPU]
             .into_iter()
             .filter(|&signal| !is_ignored(ignored, signal))

@@ -225,7 +225,7 @@ impl<'r, R: Read> Blocks<'r, R> {
     /// Keeps an output buffer no job holds any more as a spare, at stateless levels. Stateful
     /// levels never take spare outputs, and what they hand back is each written block's own
     /// buffer: kept, those would add up to the whole output (108 MB of peak RSS for `-6` of
-    /// 100 MB before this was found), so they are freed.
+    /// 100 MB), so they are freed.
     fn keep_output(&mut self, out: Vec<u8>) {
         if !self.stateful {
             self.spare_outputs.push(out);

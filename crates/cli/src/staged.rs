@@ -96,8 +96,8 @@ impl Staged {
         if let Some(meta) = like {
             // As gzip's copy_stat: the group, the mode, then the owner, each on its own. Only
             // root may give a file away; a user who may not keep the input's owner still keeps
-            // its group where they belong to it (one call for both lost the group too, and the
-            // group's members their access). The mode is the permission bits alone: set-id
+            // its group where they belong to it (one call for both would lose the group too,
+            // and the group's members their access). The mode is the permission bits alone: set-id
             // and sticky files are not replaced (see the job), and no output gains those bits.
             let _ = std::os::unix::fs::fchown(file, None, Some(meta.gid()));
             mode = file

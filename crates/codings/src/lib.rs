@@ -9,8 +9,8 @@
 //!
 //! A body holds a `Box<dyn Encode>`: one indirect call per encoder call, and a call is a whole
 //! gathered buffer (16-128 KB), so dispatch costs nothing measurable next to the compression
-//! (the gzip figures of `zipwire demo` and the proxy tests did not move when the enum of the two
-//! gzip encoders became this trait). The trait keeps each coding's state private to its module.
+//! (the gzip figures of `zipwire demo` and the proxy tests are the same with an enum of the two
+//! gzip encoders). The trait keeps each coding's state private to its module.
 //!
 //! # Memory per stream
 //!

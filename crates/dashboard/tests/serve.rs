@@ -1,7 +1,7 @@
-//! The guards of the admin loop that the tunnel's `--admin` (and the proxy's `admin`) runs:
-//! until 2026-11-27 the tunnel's listener answered any `Host`, waited for ever for a head, and
-//! took a file descriptor per connection with no cap (150 idle connections stopped a tunnel
-//! whose limit was 100).
+//! The guards of the admin loop that the tunnel's `--admin` (and the proxy's `admin`) runs: it
+//! answers only a local `Host`, waits at most `HEAD_TIMEOUT` for a head, and caps its
+//! connections, so that idle ones cannot take the descriptors a tunnel needs (150 idle
+//! connections would stop a tunnel whose limit is 100).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ async fn a_loopback_admin_answers_only_a_local_host() {
 
 #[tokio::test]
 async fn a_wildcard_admin_checks_the_host_of_loopback_connections() {
-    // Until 2026-11-27 a listener on 0.0.0.0 answered a rebound name on 127.0.0.1.
+    // A listener on 0.0.0.0 must not answer a rebound name on 127.0.0.1.
     let port = admin_on("0.0.0.0:0").await.port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     for (host, expected) in [

@@ -122,7 +122,7 @@ pub async fn run_demo(options: DemoOptions) -> Result<DemoReport, DemoError> {
     // (the client's, the proxy's two, the origin's), and the connections of the scenarios
     // before may not all have closed when the next one opens its own; room for four
     // scenarios' worth, 16 per connection (eight times the proxy's own two). Under the usual
-    // soft limit of 1,024, 200 connections failed with 502s until 2026-11-27.
+    // soft limit of 1,024, 200 connections would fail with 502s.
     zipwire_proxy::raise_open_files(options.connections.saturating_mul(8));
     let site = Arc::new(Site::generate());
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))

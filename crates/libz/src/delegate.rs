@@ -38,8 +38,8 @@ macro_rules! delegate {
 /// [`delegate!`] for inflate's functions on an open stream, named by `$stream`: a deflate
 /// stream of this library passed to one of them gets `$bad`, zlib's answer to a stream that
 /// is not an inflate stream. zlib-rs checks only that the state points back to its stream,
-/// which ours does too: it took our deflate state for its own, and `inflate` on it panicked
-/// across the C boundary and aborted the program (`inflateEnd` freed it as its own).
+/// which ours does too: it would take our deflate state for its own, and `inflate` on it
+/// panic across the C boundary and abort the program (`inflateEnd` would free it as its own).
 macro_rules! delegate_inflate {
     ($( fn $name:ident($stream:ident : $sty:ty $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:ty = $bad:expr; )*) => {$(
         #[doc = concat!("zlib's `", stringify!($name), "`, served by zlib-rs.")]
@@ -98,9 +98,9 @@ pub unsafe extern "C" fn inflateCopy(dest: *mut z_stream, source: *const z_strea
 
 /// zlib's `inflate`, served by zlib-rs, with zlib's counters: `total_in` and `total_out` grow
 /// by what the call took and wrote, from whatever they held. zlib-rs 0.6.8 sets `total_out`
-/// from a count of its own, which `inflateSync` zeroes: past damage, a synced stream
-/// reported fewer bytes than it had written (and a program that zeroed `total_out` got the
-/// old count back).
+/// from a count of its own, which `inflateSync` zeroes: past damage, a synced stream would
+/// report fewer bytes than it had written (and a program that zeroed `total_out` would get
+/// the old count back).
 ///
 /// # Safety
 ///

@@ -134,8 +134,8 @@ thread_local! {
 /// Runs `f` with this thread's [`Work`], or with a fresh one where the thread's is in use (a
 /// call made from inside another, through a custom allocator) or already torn down. A stream
 /// finished in an `atexit` handler, a C++ static destructor or a thread-key destructor runs
-/// after the thread's storage is gone: `WORK.with` panicked there, and `deflate` failed with
-/// the stream cut short (until 2026-11-27; the system zlib finishes such streams).
+/// after the thread's storage is gone: `WORK.with` would panic there and `deflate` fail with
+/// the stream cut short, where the system zlib finishes such streams.
 pub(crate) fn with_work<R>(f: impl FnOnce(&mut Work) -> R) -> R {
     let mut work = WORK
         .try_with(Cell::take)

@@ -334,8 +334,8 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
             }
             // Mid-stream, a level zlib-rs would serve runs at zipwire's best instead:
             // the stream stays on one engine and valid. Level 0 means stored blocks
-            // whichever engine serves it (until 2026-11-28 it too ran at level 3, and
-            // data a program knew to be incompressible went through the matcher).
+            // whichever engine serves it, not level 3: data a program knows to be
+            // incompressible does not go through the matcher.
             let zipwire = match target {
                 Target::Zipwire(zw) => zw,
                 Target::Zlib if level == 0 => 0,
@@ -345,9 +345,9 @@ pub unsafe extern "C" fn deflateParams(strm: z_streamp, level: c_int, strategy: 
             // fast or lazy by level, or another strategy) first compresses the input
             // available so far at the old level, the caller's included, and ends the block
             // (`deflate(strm, Z_BLOCK)`). Input the output buffer could not take is a
-            // Z_BUF_ERROR, nothing changed, for the caller to retry with more room: a
-            // program that takes Z_OK as "all my input was taken" lost it (until 2026-11-28
-            // only the input already buffered here went out). Where zlib's approach stays
+            // Z_BUF_ERROR, nothing changed, for the caller to retry with more room: a Z_OK
+            // that sent only the input already buffered here would lose it for a program
+            // that takes Z_OK as "all my input was taken". Where zlib's approach stays
             // and only zipwire's encoder changes, the caller's input stays where it is, as
             // zlib leaves it, and what is buffered here goes out at the old level.
             let approach = |level: c_int| match level {

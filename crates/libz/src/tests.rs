@@ -142,7 +142,7 @@ fn deflate_bound_holds_for_incompressible_data() {
 }
 
 /// What a stream takes from its allocator at level 6: at most half of zlib's 256 KB (the
-/// issue's bar), counted at the allocator.
+/// library's memory target), counted at the allocator.
 #[test]
 fn a_level_6_stream_takes_at_most_half_of_zlibs_memory() {
     let counter = AtomicUsize::new(0);

@@ -1,4 +1,5 @@
-//! The library's ABI against the system's zlib.h and libz.so.1 (issue 25, point 1).
+//! The library's ABI against the system's zlib.h and libz.so.1: a program built against
+//! zlib must find the same struct layouts and functions, in the same version nodes, here.
 
 mod common;
 

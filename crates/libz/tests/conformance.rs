@@ -1,6 +1,6 @@
 //! zlib's contract, checked by one C program against the system zlib and against this
-//! library (issue 25, proof "conformance"): random settings, `avail_in`/`avail_out` splits
-//! and flush modes over corpus files, every stream inflated by the system zlib.
+//! library: random settings, `avail_in`/`avail_out` splits and flush modes over corpus files,
+//! every stream inflated by the system zlib.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Real programs with the library preloaded (issue 25, proof "real programs"): Debian's
+//! Real programs with the library preloaded, the proof that it serves them: Debian's
 //! nginx gzip module, OpenSSH's `ssh -C`/`scp -C` (one end preloaded, then both), and
 //! Python's zlib module, pigz. Each skips with a note where its Debian package is missing and
 //! fails under CI=true.

@@ -15,7 +15,8 @@
 //! - `zipwire-adapt`: the CPU/rate budget and the memory gate; [`Throttle`] holds the
 //!   switches the budget sets.
 //!
-//! This crate re-exports the rules' and codings' types under the names it always had.
+//! This crate re-exports the rules' and codings' types at its root, so that a user of the
+//! proxy names them as the proxy's own.
 //!
 //! # Brief overview
 //!

@@ -192,8 +192,8 @@ const BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from
 /// close an unauthenticated connection to free one), pauses with an exponential back-off
 /// and warns once per [`LOG_EVERY`], not once per attempt. Any other error (`ENOBUFS`,
 /// `ENOMEM`, the network errors Linux reports through `accept`) gets the same pause and
-/// warning: until 2026-11-28 it ended the endpoint, cutting every forwarded connection, where
-/// nginx logs and goes on accepting.
+/// warning rather than ending the endpoint, which would cut every forwarded connection; nginx
+/// too logs and goes on accepting.
 async fn accept_loop<F, S>(listener: &TcpListener, mut shed: S, mut handle: F) -> io::Result<()>
 where
     F: FnMut(TcpStream, SocketAddr),
@@ -359,8 +359,9 @@ enum Failed {
 }
 
 /// Warnings of failed logins, each kind at most once per [`LOG_EVERY`] with a count of those
-/// held back: a scanner making 2,000 connections a second must not write 2,000 lines (until
-/// 2026-11-27 it wrote 336 KB of them), and the first of each kind still shows.
+/// held back: a scanner making 2,000 connections a second must not write 2,000 lines (a line
+/// per connection came to 336 KB, measured 2026-11-27), and the first of each kind still
+/// shows.
 #[derive(Debug, Default)]
 struct LoginWarnings([Mutex<Option<LogThrottle>>; 4]);
 
@@ -385,7 +386,7 @@ fn log_login_failure(peer: SocketAddr, failure: Login, failures: &LoginWarnings)
         }
         Login::Hello(HandshakeError::Io(e)) if closed_early(&e) => {
             // Debug, as before TLS: a scanner that completes TLS and leaves, 700 times a
-            // second, wrote as many info lines (until 2026-11-28).
+            // second, would otherwise write as many info lines.
             debug!(%peer, "connection closed before the hello");
         }
         failure => {
@@ -521,7 +522,7 @@ mod tests {
     async fn an_accept_error_that_is_not_transient_pauses_the_loop_and_never_ends_it() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         // A listening socket shut for reading fails every accept with EINVAL, the kind of
-        // error that ended the endpoint (and every forwarded connection) until 2026-11-28.
+        // error that must not end the endpoint (and every forwarded connection).
         socket2::SockRef::from(&listener)
             .shutdown(std::net::Shutdown::Read)
             .unwrap();

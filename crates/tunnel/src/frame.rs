@@ -252,8 +252,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, FrameError> {
 
 /// A peer's text as it may go into a log: control characters (a newline that would start a
 /// forged log line, a terminal's escape sequences) escaped as Rust escapes them, the rest
-/// kept. Until 2026-11-28 an abort reason was logged as sent, as OpenSSH's `strnvis` exists
-/// to prevent.
+/// kept, so that an abort reason is never logged as sent (what OpenSSH's `strnvis` exists to
+/// prevent).
 fn printable(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_owned();

@@ -88,8 +88,8 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<Pat
 /// Moves every temporary file to its place: rename (which replaces a symlink rather than
 /// following it) with `force`, a hard link that fails on anything existing without it. On a
 /// failure the files already placed are taken back, and with `force` the old ones put back:
-/// they are kept aside as hard links until every new file is in place (until 2026-11-27 a
-/// failed `--force` left a new key beside the old certificate).
+/// they are kept aside as hard links until every new file is in place, so that a failed
+/// `--force` never leaves a new key beside the old certificate.
 fn place(files: &[(PathBuf, PathBuf)], force: bool) -> io::Result<()> {
     let mut kept: Vec<(PathBuf, PathBuf)> = Vec::new();
     if force {

@@ -271,9 +271,10 @@ async fn watch_loop(
         // Data waited at the last look (in the queue, the kernel or on the path: see
         // `keepalive::data_waiting`) and more of the stream was acknowledged by the peer's TCP
         // since. Only while data waits: a path that swallows bytes (a hung middlebox) still
-        // acknowledges pings. Until 2026-11-27 only the queue counted, and a burst draining
-        // through a slow link's deep queue (8 Mbit/s, pings every 100 ms) had the peer
-        // declared dead mid-transfer, as had an upload whose end frame had gone.
+        // acknowledges pings. Data waiting in the kernel or on the path counts as well as the
+        // queue: else a burst draining through a slow link's deep queue (8 Mbit/s, pings every
+        // 100 ms) would have the peer declared dead mid-transfer, as would an upload whose end
+        // frame had gone.
         // While data waits, a stall shorter than TCP's own retransmission timeout (before
         // backoff, so that a dead path is still found) is no sign of death either: on a path
         // whose queue holds seconds, a lost segment stalls the acknowledgements for longer
@@ -467,9 +468,9 @@ async fn send_loop(
 /// the ladder's first rung), a method whose state this direction already holds goes on
 /// (there is nothing to give back without ending its stream, and nothing smaller to ask
 /// for); else `fallback`, the stateless deflate encoder, whose scratch is the least memory
-/// that compresses (a few hundred kilobytes against zstd-1's 1.4 MB; until 2026-11-28 such
-/// blocks went raw, and on a slow link a transfer that found the cap full took 4-6 times as
-/// long). `None` when not even that fits: the block goes raw.
+/// that compresses (a few hundred kilobytes against zstd-1's 1.4 MB; were such blocks sent
+/// raw, a transfer on a slow link that found the cap full would take 4-6 times as long).
+/// `None` when not even that fits: the block goes raw.
 fn fit_memory(
     encoder: &BlockEncoder,
     method: Method,
@@ -559,8 +560,8 @@ async fn write_loop<W: AsyncWrite>(
                 tunnel.write_all(&end).await.map_err(RelayError::Tunnel)?;
             }
             // The peer reads frames after our end until we close TLS (see `after_end`), so
-            // pings and pongs still go out. (Builds before 2026-11-27 stopped reading at an end
-            // frame; against those a keepalive's ping after our end is left unread.)
+            // pings and pongs still go out. (Against a peer that stops reading at an end frame, a
+            // keepalive's ping after our end is left unread.)
             Outgoing::Ping => tunnel
                 .write_all(frame::PING)
                 .await
@@ -614,8 +615,8 @@ mod tests {
             fit(&second, &mut second_policy, &mut second_hold),
             Some(STATELESS_FALLBACK)
         );
-        // The first, now past its share, goes on with the context it holds (until
-        // 2026-11-28 its blocks went raw, the context held all the same).
+        // The first, now past its share, goes on with the context it holds: sending raw would
+        // free nothing, the context held all the same.
         assert_eq!(fit(&first, &mut first_policy, &mut first_hold), Some(zstd9));
         assert!(cap.in_use() <= 20 << 20, "{cap:?}");
         // With no fallback (a peer that takes no deflate) the newcomer sends raw.

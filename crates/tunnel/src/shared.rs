@@ -38,9 +38,8 @@ pub struct Shared {
     compress_nanos: AtomicU64,
     compress_bytes: AtomicU64,
     /// The pace memory of each path: one per peer address on a server, whose clients each
-    /// come their own way (until 2026-11-27 a server had one for all, and a client on a fast
-    /// path started from the pace of a slow one's last transfer, 5-10 times slower); a
-    /// client's one path is `None`.
+    /// come their own way (with one for all, a client on a fast path would start from the
+    /// pace of a slow one's last transfer, 5-10 times slower); a client's one path is `None`.
     paces: Mutex<HashMap<Option<IpAddr>, PaceMemory>>,
 }
 

@@ -3,12 +3,12 @@
 //! once, and each gets one deadline, [`Limits::login_grace`], for both.
 //!
 //! When the cap is reached, a new connection evicts an unauthenticated one rather than being
-//! refused: the oldest of the source (an address) that holds the most places, counting the newcomer.
-//! A flood of half-open connections from one host then only evicts its own, however fast it
-//! comes, and a legitimate client elsewhere keeps its place for as long as its handshake takes
-//! (until 2026-11-27 the oldest of all was evicted, so 1,400 empty connections a second kept
-//! out every client 40 ms away). A flood from many hosts at once evicts the oldest of all, as
-//! before. The same eviction frees a descriptor when accepting fails for want of one.
+//! refused: the oldest of the source (an address) that holds the most places, counting the
+//! newcomer. A flood of half-open connections from one host then only evicts its own, however
+//! fast it comes, and a legitimate client elsewhere keeps its place for as long as its
+//! handshake takes (evicting the oldest of all, 1,400 empty connections a second would keep
+//! out every client 40 ms away). A flood from many hosts at once evicts the oldest of all.
+//! The same eviction frees a descriptor when accepting fails for want of one.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;

@@ -353,8 +353,8 @@ async fn the_memory_cap_sends_a_second_zstd_19_stream_through_stateless_deflate_
     let (server, _) = start_server(&keys, target, shared(Choice::Auto)).await;
     // zstd-19 holds 94 MB of tables: a 150 MB cap has room for one such stream, and the
     // second's share (75 MB) is too small for it. The second compresses with the stateless
-    // deflate encoder instead, whose scratch fits in what is left (until 2026-11-28 its
-    // blocks went raw).
+    // deflate encoder instead, whose scratch fits in what is left: its blocks must not go
+    // raw.
     let zstd19 = Choice::Fixed(Method::new(Codec::Zstd, 19).unwrap());
     let cap = 150 << 20;
     let (client, stats) =
@@ -431,8 +431,8 @@ async fn a_direction_that_ended_gives_its_decoder_memory_back_at_once() {
         .methods
         .keys()
         .any(|m| m.codec == Codec::Zstd));
-    // The zstd window is gone while the connection stays open (until 2026-11-28 it was held
-    // until the application closed).
+    // The zstd window is gone while the connection stays open, not held until the
+    // application closes.
     let memory = stats.memory().clone();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while memory.in_use() > 0 && std::time::Instant::now() < deadline {

@@ -210,9 +210,9 @@ async fn write_until_stuck(stream: &mut TcpStream, stall: Duration) -> Option<st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_application_that_gives_up_on_a_jammed_pair_frees_the_target() {
     // The application and the target each write without reading: the tunnel fills both
-    // ways. The application then gives up with a reset. Until 2026-11-27 its sender waited
-    // for ever to queue the abort behind frames that could not move, and the target stayed
-    // jammed until it gave up too (over direct TCP it gets the reset at once).
+    // ways. The application then gives up with a reset. Its sender must not wait for ever to
+    // queue the abort behind frames that cannot move, leaving the target jammed until it
+    // gives up too: over direct TCP it gets the reset at once.
     let (freed_tx, freed) = tokio::sync::oneshot::channel();
     let target = one_shot_target(|mut stream: TcpStream| async move {
         let stuck = write_until_stuck(&mut stream, Duration::from_secs(2)).await;

@@ -307,8 +307,8 @@ async fn a_target_that_fails_after_its_end_resets_the_application() {
     // already, and nothing could tell it: as through any proxy that passes half-closes on.)
     let _ = app.write_all(&text(256 * 1024, 6)).await;
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    // Its end was read already, so reads say nothing more; a write meets the reset. Before
-    // the tunnel read on after an end frame, it took this write too, and lost it.
+    // Its end was read already, so reads say nothing more; a write meets the reset. A tunnel
+    // that stopped reading at an end frame would take this write too, and lose it.
     let failed = app.write_all(b"more").await.is_err();
     assert!(
         failed,

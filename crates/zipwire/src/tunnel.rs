@@ -159,8 +159,8 @@ pub struct ClientArgs {
 /// traffic, and a peer a few scheduler delays late would be declared dead.
 const MIN_KEEPALIVE_INTERVAL: Duration = Duration::from_millis(100);
 
-/// `--keepalive-interval`: 0 is off, as ssh's `ServerAliveInterval 0` (it became 10 ms
-/// pings, about 90 a second, until 2026-11-27); otherwise at least
+/// `--keepalive-interval`: 0 is off, as ssh's `ServerAliveInterval 0` (not the shortest
+/// interval: 10 ms pings would be about 90 a second); otherwise at least
 /// [`MIN_KEEPALIVE_INTERVAL`].
 fn parse_keepalive_interval(text: &str) -> Result<Duration, String> {
     let interval = parse_duration(text)?;
@@ -172,8 +172,9 @@ fn parse_keepalive_interval(text: &str) -> Result<Duration, String> {
     Ok(interval)
 }
 
-/// `--login-grace`: 0 is no limit, as ssh's `LoginGraceTime 0` (it closed every connection
-/// at once until 2026-11-27); `--max-startups` still bounds the connections waiting.
+/// `--login-grace`: 0 is no limit, as ssh's `LoginGraceTime 0` (not a zero deadline, which
+/// would close every connection at once); `--max-startups` still bounds the connections
+/// waiting.
 fn parse_login_grace(text: &str) -> Result<Duration, String> {
     let grace = parse_duration(text)?;
     Ok(if grace.is_zero() {
@@ -341,10 +342,10 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Raises the soft limit on open files to the hard limit. A forwarded connection takes four
 /// descriptors at either end (the tunnel's socket, two more handles on it for the link probe
-/// and the relay, and the forwarded socket), so the usual soft limit of 1,024 refused the
-/// 257th connection (`EMFILE`) until 2026-11-28. The tunnel has no connection limit to size
-/// the raise from, as the proxy has `max_connections`, so it takes what the hard limit
-/// allows, as Go programs do at start since Go 1.19.
+/// and the relay, and the forwarded socket), so the usual soft limit of 1,024 would refuse
+/// the 257th connection (`EMFILE`). The tunnel has no connection limit to size the raise
+/// from, as the proxy has `max_connections`, so it takes what the hard limit allows, as Go
+/// programs do at start since Go 1.19.
 fn raise_open_files() {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     /// Linux's default `fs.nr_open`: the most a process may have, for a hard limit of
@@ -385,9 +386,9 @@ fn serve(
             loop {
                 tokio::select! {
                     Some(()) = usr1.recv() => eprint!("{}", report.report()),
-                    // Its default action ended the tunnel at once, cutting every forwarded
-                    // connection, until 2026-11-28: a service manager's `kill -HUP` reload
-                    // must not do that.
+                    // Its default action would end the tunnel at once, cutting every
+                    // forwarded connection: a service manager's `kill -HUP` reload must not
+                    // do that.
                     Some(()) = hangup.recv() => tracing::info!(
                         "SIGHUP ignored: the tunnel reads its certificate, key and token at start; restart it to change them"
                     ),

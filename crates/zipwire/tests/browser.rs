@@ -1,6 +1,6 @@
 //! A real browser, headless Chromium, loads a page with a linked stylesheet, a script and a
 //! WebSocket echo, first straight from the test's origin (so that a failure through the proxy
-//! is the proxy's), then through `zipwire proxy` over TLS and HTTP/2 (issue 22, "Proof").
+//! is the proxy's), then through `zipwire proxy` over TLS and HTTP/2.
 //!
 //! Skips with a note where there is no `chromium`; fails where `CI=true`.
 

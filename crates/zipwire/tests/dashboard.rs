@@ -1,7 +1,6 @@
-//! The live dashboards in a real browser (issue 24, "Proof"): the proxy's under load, then the
-//! tunnel's, each opened in headless Chromium, followed for a few updates, and checked against
-//! `/stats` (exact numbers in the page's summary table) and a screenshot that must show
-//! drawn charts.
+//! The live dashboards in a real browser: the proxy's under load, then the tunnel's, each
+//! opened in headless Chromium, followed for a few updates, and checked against `/stats`
+//! (exact numbers in the page's summary table) and a screenshot that must show drawn charts.
 //!
 //! Skips with a note where there is no `chromium`; fails where `CI=true`.
 

@@ -416,8 +416,8 @@ fn signal(child: &std::process::Child, which: &str) {
     assert!(status.success());
 }
 
-/// Also SIGUSR1, which ended the proxy at once until 2026-11-28 (HAProxy's soft stop, the
-/// tunnel's report, nginx's log reopening: an operator may well send it).
+/// Also SIGUSR1, which must not end the proxy at once (HAProxy's soft stop, the tunnel's
+/// report, nginx's log reopening: an operator may well send it).
 #[test]
 fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken() {
     let dir = tls_dir("sighup");
@@ -718,8 +718,8 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
     }
 }
 
-/// Out of descriptors, accept fails at every pause (50 ms): until 2026-11-28 each failure was
-/// a warning, about 20 lines a second; now one per 10 s, with a count.
+/// Out of descriptors, accept fails at every pause (50 ms): a warning for each failure would
+/// be about 20 lines a second, so there is one per 10 s, with a count.
 #[test]
 fn out_of_descriptors_the_accept_loop_warns_once_per_interval() {
     let upstream = origin();

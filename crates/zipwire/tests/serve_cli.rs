@@ -193,8 +193,8 @@ fn demo_runs_every_scenario_and_checks_every_response() {
 }
 
 /// Client, proxy and origin share the demo's process, four descriptors per connection: under
-/// the usual soft limit of 1,024 open files, 300 connections got 502s from the proxy until
-/// the demo raised the limit as `zipwire proxy` does.
+/// the usual soft limit of 1,024 open files, 300 connections would get 502s from the proxy
+/// unless the demo raises the limit as `zipwire proxy` does.
 #[test]
 fn demo_with_many_connections_fits_the_usual_open_files_limit() {
     demo_passes(

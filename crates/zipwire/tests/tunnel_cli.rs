@@ -352,7 +352,7 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
     let (pin, path) = keygen(dir.path());
     let target = echo_target();
     // Well under the client's 10 s handshake timeout, which is what a kept-out client hits;
-    // 1 s was tight for a TLS login through two processes on a loaded 2-core machine.
+    // 1 s is tight for a TLS login through two processes on a loaded 2-core machine.
     for (limit, served_within) in [(200, Duration::from_secs(5)), (40, Duration::from_secs(15))] {
         let server_addr = free_port();
         let args = server_args(&server_addr, &target, &path);
@@ -442,8 +442,8 @@ fn a_burst_of_local_connections_does_not_evict_its_own_handshakes() {
     let dir = tempfile::tempdir().unwrap();
     let target = echo_target();
     let (_server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
-    // 300 at once, more than the server's 64 unauthenticated places: until 2026-11-27 the
-    // client ran every handshake at once and about a quarter were reset.
+    // 300 at once, more than the server's 64 unauthenticated places: a client that ran every
+    // handshake at once would have about a quarter reset.
     let threads: Vec<_> = (0..300)
         .map(|i| {
             let addr = client_addr.clone();

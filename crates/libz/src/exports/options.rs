@@ -78,7 +78,7 @@ pub unsafe extern "C" fn deflatePrime(strm: z_streamp, bits: c_int, value: c_int
         return Z_STREAM_ERROR;
     };
     // zlib's bit buffer holds 16 bits: more is Z_BUF_ERROR, on every engine (zlib-rs takes
-    // up to 64, and 17 bits before a block made a stream no zlib could read).
+    // up to 64, and 17 bits before a block make a stream no zlib can read).
     if !(0..=16).contains(&bits) {
         return Z_BUF_ERROR;
     }

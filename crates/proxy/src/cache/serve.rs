@@ -98,9 +98,8 @@ fn not_modified(
     headers.insert(AGE, cache.age_of(entry));
     // RFC 9110 §15.4.5: no representation metadata beyond the fields that guide a
     // cache's update (ETag, Vary, Cache-Control, Expires, Date, Content-Location,
-    // Last-Modified). A `Content-Encoding: gzip` here relabelled the identity copy a
-    // downstream cache updated with it, when the weak tag matched that copy (until
-    // 2026-11-28).
+    // Last-Modified). A `Content-Encoding: gzip` here would relabel the identity copy a
+    // downstream cache updated with it, when the weak tag matched that copy.
     let metadata: Vec<_> = headers
         .keys()
         .filter(|name| name.as_str().starts_with("content-") && **name != CONTENT_LOCATION)
@@ -111,8 +110,7 @@ fn not_modified(
     }
     // A client whose `If-None-Match` names strong tags alone holds a response that was
     // not recoded: its tag stays strong, as on a 304 from the origin (see
-    // `not_modified_vary`), or its copy would lose it and `If-Range` with it (until
-    // 2026-11-28 a 304 from the cache weakened it).
+    // `not_modified_vary`), or its copy would lose it and `If-Range` with it.
     if facts.holds_strong_tags {
         if let Some(etag) = entry.headers.get(ETAG) {
             headers.insert(ETAG, etag.clone());

@@ -10,8 +10,9 @@
 //!
 //! The kernel holds such data until the rest is written, an ACK arrives for data in flight,
 //! or its probe timer fires (the retransmission timeout: 200 ms on loopback, at least that
-//! elsewhere), so a stalled upstream delays what was already compressed by no more than that. Only bodies gathered call by call whatever the pauses (known length, see
-//! [`crate::encode::body::FlushPolicy`]) raise the flag; streams flush as before.
+//! elsewhere), so a stalled upstream delays what was already compressed by no more than
+//! that. Only bodies gathered call by call whatever the pauses (known length, see
+//! [`crate::encode::body::FlushPolicy`]) raise the flag; streams flush without it.
 //!
 //! Written by hand because neither tokio nor hyper pass send flags; `socket2` makes the
 //! `sendmsg` call. Elsewhere than Linux the flag is ignored.

@@ -79,7 +79,7 @@ impl Watcher {
     ///
     /// The connection comes boxed: an `async fn` keeps an argument it pins in two places of
     /// its state, so with hyper's HTTP/1 connection (880 bytes) passed by value this future
-    /// was 2,120 bytes for the life of every client connection; boxed, the connection is
+    /// would be 2,120 bytes for the life of every client connection; boxed, the connection is
     /// held once.
     pub(crate) async fn watch<C, E>(
         mut self,

@@ -3,7 +3,7 @@
 //!
 //! A response whose upstream stops sending mid-body would otherwise hold its client, its
 //! buffers and (for a compressed body of known length, whose head waits for the first call)
-//! even its head until the client gave up. The error ends the body like any upstream failure:
+//! even its head until the client gives up. The error ends the body like any upstream failure:
 //! the client's connection is aborted, never given a clean end.
 //!
 //! One timer per body, made the first time the upstream has nothing ready and re-armed only

@@ -373,8 +373,8 @@ impl Proxy {
         request: &RequestParts,
         peer: SocketAddr,
     ) -> Result<Head, ProxyError> {
-        // The authority form (RFC 9112 §3.2.3) is CONNECT's alone: a GET to `evil:80` went
-        // upstream as `GET /` with `Host: evil:80` (until 2026-11-28; nginx answers 400).
+        // The authority form (RFC 9112 §3.2.3) is CONNECT's alone: a GET to `evil:80` must not
+        // go upstream as `GET /` with `Host: evil:80`. It is refused, as nginx answers 400.
         if request.uri.scheme().is_none() && request.uri.authority().is_some() {
             return Err(ProxyError::BadRequest {
                 reason: "request target is in authority form",
@@ -492,7 +492,7 @@ impl Proxy {
         }
         if response.status == StatusCode::NO_CONTENT || response.status.is_informational() {
             // RFC 9110 §8.6: never on a 1xx or 204. hyper leaves it out of a 204 to GET, but
-            // kept the upstream's on a 204 to HEAD (until 2026-11-28).
+            // keeps the upstream's on a 204 to HEAD.
             response.headers.remove(CONTENT_LENGTH);
         }
         debug!(?decision, "response filter");
@@ -544,7 +544,7 @@ impl Proxy {
         }
         let gzip_offered = self.rules.offered.contains(&Coding::Gzip);
         // As negotiation would between gzip and identity alone: a client that ranks identity
-        // above gzip gets the body as it is (it got gzip until 2026-11-27).
+        // above gzip gets the body as it is, not gzip.
         let gzip_chosen = matches!(
             request.accept_encoding.negotiate(&[Coding::Gzip]),
             Negotiated::Coding(_)

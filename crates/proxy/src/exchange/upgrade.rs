@@ -7,7 +7,7 @@
 //! upgrade`) are passed: nginx passes whatever the configuration copies into `Upgrade`, but
 //! passing any token lets a client open an `h2c` connection straight to the origin, behind
 //! the proxy's back (h2c smuggling). Another `Upgrade` is removed and the request forwarded
-//! as an ordinary one, as before.
+//! as an ordinary one.
 
 use http::header::{HeaderMap, HeaderValue, CONNECTION, UPGRADE};
 use http::request::Parts as RequestParts;

@@ -182,8 +182,9 @@ impl Upstreams {
                 }
                 Ok(Ok(response)) if response.status() == http::StatusCode::SWITCHING_PROTOCOLS => {
                     // No upgrade was asked for (`Upgrade` is hop-by-hop, and WebSocket goes
-                    // through `send_upgrade`): passed on, the client got a bare 101 and lost
-                    // its connection (an HTTP/1.0 client, a 101 RFC 9110 §15.2 forbids).
+                    // through `send_upgrade`): passed on, a bare 101 would cost the client its
+                    // connection (and give an HTTP/1.0 client a 101, which RFC 9110 §15.2
+                    // forbids).
                     return Err(ProxyError::Upstream {
                         upstream: authority,
                         source: "101 to a request that asked for no upgrade".into(),

@@ -324,7 +324,7 @@ async fn burst(proxy: &Proxy, clients: usize) -> Duration {
 }
 
 /// How long the origin takes to answer: the burst of 20 clients must all reach the proxy
-/// within it, also on a loaded machine (at 300 ms a late one was a hit, not a waiter).
+/// within it, also on a loaded machine (at 300 ms a late one can be a hit, not a waiter).
 const DELAY: Duration = Duration::from_millis(1_000);
 
 #[tokio::test]
@@ -434,8 +434,8 @@ async fn when_the_leaders_client_leaves_before_the_answer_one_waiter_takes_over(
     let waiters = line_up(&client, &proxy, 5).await;
     leader.abort();
     served_whole(waiters).await;
-    // The leader's request and the one the first waiter led; until 2026-11-27 the lock went
-    // as if the response had been refused, and all five asked the origin (six requests).
+    // The leader's request and the one the first waiter led; were the lock released as if
+    // the response had been refused, all five would ask the origin (six requests).
     assert_eq!(origin.hits(), 2);
     assert_eq!(stores(&proxy), 1);
 }
@@ -498,9 +498,8 @@ async fn a_fill_an_unsafe_request_invalidated_on_the_way_is_not_stored() {
 #[tokio::test]
 async fn a_purge_during_a_fill_passes_the_lead_to_one_waiter() {
     // Five clients wait for a fill when the key is purged: its body is not stored (it may
-    // predate the purge), and one of them fetches the page again for the others. Until
-    // 2026-11-28 all five went to the origin, and the purge answered 404 as if it had found
-    // nothing.
+    // predate the purge), and one of them fetches the page again for the others: not all
+    // five go to the origin, and the purge does not answer 404 as if it had found nothing.
     let origin = RawOrigin::start(Framing::Chunked, "max-age=60", Duration::ZERO).await;
     let proxy = proxy(&origin, |config| {
         config.admin = Some("127.0.0.1:0".parse().expect("valid"));
@@ -522,8 +521,8 @@ async fn a_purge_during_a_fill_passes_the_lead_to_one_waiter() {
 async fn a_request_for_another_vary_selection_does_not_wait_for_the_body() {
     // The page varies on Accept-Language. A French request that comes while the leader's
     // body is held learns from the leader's head that the response coming is not its own and
-    // asks the origin at once; until 2026-11-28 it waited for the whole body, or
-    // `lock_timeout`. Another request like the leader's waits and is served from the fill.
+    // asks the origin at once, not after the whole body or `lock_timeout`. Another request
+    // like the leader's waits and is served from the fill.
     let origin = RawOrigin::start(
         Framing::Chunked,
         "max-age=60\r\nvary: accept-language",

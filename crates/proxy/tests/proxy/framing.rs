@@ -210,8 +210,8 @@ async fn the_asterisk_form_is_for_options_alone() {
     for raw in [
         b"GET * HTTP/1.1\r\nHost: x\r\n\r\n".as_slice(),
         b"HEAD * HTTP/1.1\r\nHost: x\r\n\r\n",
-        // The authority form is CONNECT's (RFC 9112 §3.2.3): until 2026-11-28 this went
-        // upstream as `GET /` with `Host: evil:80`.
+        // The authority form is CONNECT's (RFC 9112 §3.2.3): this must not go upstream as
+        // `GET /` with `Host: evil:80`.
         b"GET evil:80 HTTP/1.1\r\nHost: x\r\n\r\n",
         b"POST evil:80 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
     ] {
@@ -233,8 +233,9 @@ async fn the_asterisk_form_is_for_options_alone() {
 
 #[tokio::test]
 async fn a_request_length_goes_upstream_as_read_and_never_past_2_63() {
-    // Until 2026-11-28 `0005` went upstream as written, and lengths past 2^63 - 1 (negative
-    // to a next hop reading a signed 64-bit integer) went on too; nginx answers those 400.
+    // `0005` goes upstream as the number read, not as written, and lengths past 2^63 - 1
+    // (negative to a next hop reading a signed 64-bit integer) are refused, as nginx answers
+    // those 400.
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;
     let mut client = RawClient::connect(proxy.addr).await;
@@ -255,7 +256,7 @@ async fn a_request_length_goes_upstream_as_read_and_never_past_2_63() {
 
 #[tokio::test]
 async fn a_204_never_carries_a_content_length() {
-    // RFC 9110 §8.6. hyper dropped the upstream's from a 204 to GET but not to HEAD.
+    // RFC 9110 §8.6. hyper drops the upstream's from a 204 to GET but not to HEAD.
     let origin = RawOrigin::start(|mut conn| async move {
         while conn.read_head().await.is_some() {
             let reply = b"HTTP/1.1 204 No Content\r\nContent-Length: 89\r\n\r\n";
@@ -368,7 +369,7 @@ async fn a_response_after_early_hints_arrives_whole() {
     let origin = RawOrigin::replying(reply).await;
     let proxy = Proxy::start(vec![origin.upstream()], |_| {}).await;
     let mut client = RawClient::connect(proxy.addr).await;
-    // See: issue 21 (103 Early Hints pass through to HTTP/1.1 clients).
+    // 103 Early Hints pass through to HTTP/1.1 clients.
     client.send(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").await;
     let hints = client.response(false).await;
     assert_eq!(hints.status(), 103, "{}", hints.head);
@@ -429,7 +430,7 @@ async fn early_hints_come_before_a_late_final_response_and_after_the_one_before(
     let first = client.response(false).await;
     // The hints went out before the upstream's final response existed, which comes 1 s after
     // them: held back, they would arrive with it. (A bound on the hints' own arrival, 900 ms,
-    // was tight on a loaded machine; the gap shrinks only if the hints are late.)
+    // is tight on a loaded machine; the gap shrinks only if the hints are late.)
     assert!(
         hinted.elapsed() > Duration::from_millis(300),
         "the final response followed the hints after {:?}",
@@ -456,7 +457,7 @@ async fn a_chunked_get_body_reaches_the_origin_whole() {
     let proxy = Proxy::before(&origin).await;
     let body = html(3_000);
     // The third is a WebSocket handshake (sent upstream as an upgrade, on a connection of its
-    // own), whose body was dropped until 2026-11-28.
+    // own), whose body must not be dropped.
     let websocket = "Connection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n";
     for (method, upgrade) in [("GET", ""), ("POST", ""), ("GET", websocket)] {
         let mut client = RawClient::connect(proxy.addr).await;
@@ -474,10 +475,10 @@ async fn a_chunked_get_body_reaches_the_origin_whole() {
 #[tokio::test]
 async fn a_chunked_upload_never_follows_an_http_10_answer_on_its_connection() {
     // An HTTP/1.0 answer on a kept-alive connection makes hyper send later requests on it as
-    // HTTP/1.0, which cannot carry a chunked body: the upload went with none, and when the
-    // origin answered that empty request in HTTP/1.1 the client got its 200 (until
-    // 2026-11-28). Such a connection is no longer used again, so the upload goes as HTTP/1.1
-    // on a new one, with its body.
+    // HTTP/1.0, which cannot carry a chunked body: the upload would go with none, and the
+    // client get a 200 when the origin answered that empty request in HTTP/1.1. Such a
+    // connection is not used again, so the upload goes as HTTP/1.1 on a new one, with its
+    // body.
     let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (seen, count) = (heads.clone(), connections.clone());

@@ -385,8 +385,8 @@ async fn a_get_body_without_a_length_reaches_the_origin_whole() {
 
 #[tokio::test]
 async fn streams_open_no_more_upstream_connections_than_the_limit() {
-    // Until 2026-11-27 every stream took an upstream socket of its own, whatever
-    // `limits.max_connections` said, and a few clients ran the proxy out of descriptors.
+    // Were every stream to take an upstream socket of its own, whatever
+    // `limits.max_connections` said, a few clients would run the proxy out of descriptors.
     let origin = Origin::start().await;
     let proxy = Proxy::start(vec![origin.upstream()], |config| {
         config.limits.max_connections = 2;

@@ -113,8 +113,8 @@ async fn access_log_off_writes_no_line_and_keeps_the_counters() {
 #[tokio::test]
 async fn an_http2_response_the_send_timeout_cut_is_not_logged_complete() {
     // The whole body leaves the upstream (and the proxy's side of the stream) at once, but
-    // the client's window lets out 1,000 bytes and is never opened: until 2026-11-27 the line
-    // said "complete" for a response the client never got.
+    // the client's window lets out 1,000 bytes and is never opened: the line must not say
+    // "complete" for a response the client never got.
     let captured = captured();
     let origin = Origin::start().await;
     let proxy = Proxy::start(vec![origin.upstream()], |config| {
@@ -172,7 +172,7 @@ async fn an_http2_response_the_send_timeout_cut_is_not_logged_complete() {
 
 #[tokio::test]
 async fn a_client_that_leaves_before_the_response_is_logged_499() {
-    // As nginx's "client closed request"; until 2026-11-28 such a line said status=200.
+    // As nginx's "client closed request"; such a line must not say status=200.
     let captured = captured();
     let origin = Origin::start().await;
     let proxy = Proxy::before(&origin).await;

@@ -44,8 +44,8 @@ async fn under_the_memory_cap_responses_compress_and_release_their_memory() {
 }
 
 /// A gzip body decoded for a client that does not accept gzip counts against the memory
-/// cap while it is held (it took nothing from the gate until 2026-11-27), so a compressing
-/// response that would overrun the cap beside it passes instead.
+/// cap while it is held, so a compressing response that would overrun the cap beside it
+/// passes instead.
 #[tokio::test]
 async fn a_decoding_stream_counts_against_the_memory_cap() {
     use tokio::io::AsyncWriteExt;

@@ -125,7 +125,7 @@ async fn the_pool_closes_an_idle_origin_connection_after_the_idle_timeout() {
 async fn a_marked_down_upstream_gets_no_requests_until_its_down_time_ends() {
     let dead = dead_addr().await;
     let live = Origin::start().await;
-    // Long enough for seven requests on a loaded machine (1.5 s was tight).
+    // Long enough for seven requests on a loaded machine (1.5 s is tight).
     let down_time = Duration::from_secs(4);
     let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |config| {
         config.down_time = down_time;

@@ -202,9 +202,9 @@ async fn a_304_carries_the_etag_and_vary_of_the_200_it_stands_for() {
 #[tokio::test]
 async fn a_304_to_a_client_holding_a_strong_tag_keeps_it_strong() {
     // Chrome's media requests take no coding: the 200 passes with its strong tag, and the
-    // client revalidates with it. Until 2026-11-27 the 304 weakened it (the proxy could not
-    // rule out a decoded gzip 200), the browser's stored response took the weak tag, and
-    // `If-Range` on it (a strong comparison) turned every resumed download into a whole one.
+    // client revalidates with it. A 304 that weakened it (for want of ruling out a decoded
+    // gzip 200) would give the browser's stored response the weak tag, and `If-Range` on it
+    // (a strong comparison) would turn every resumed download into a whole one.
     let not_modified = b"HTTP/1.1 304 Not Modified\r\netag: \"v7\"\r\nconnection: close\r\n\r\n";
     let etag_of = |conditional: &str| {
         let request = format!(
@@ -350,7 +350,7 @@ async fn a_gzip_body_failing_mid_stream_never_looks_complete() {
 
 /// A gzip bomb from the origin (50 MB of zeros in about 50 KB) for a client without gzip: the
 /// decoded body goes out until `gunzip_max_output`, then the connection is cut, and the client
-/// never receives a complete-looking body or more than the cap (issue 27, point 4).
+/// never receives a complete-looking body or more than the cap.
 #[tokio::test]
 async fn a_gunzip_bomb_is_cut_at_the_cap_and_never_looks_complete() {
     const CAP: u64 = 4 << 20;

@@ -128,8 +128,8 @@ async fn shutdown_lets_in_flight_requests_finish() {
         tokio::spawn(
             async move { fetch(&client(), "GET", &url, &[("accept-encoding", "gzip")]).await },
         );
-    // In flight: the origin has the request (a fixed sleep here was sometimes too short for
-    // a loaded machine to have even connected).
+    // In flight: the origin has the request (a fixed sleep can be too short for a loaded
+    // machine to have even connected).
     let deadline = Instant::now() + Duration::from_secs(5);
     while origin.hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -165,8 +165,8 @@ async fn cut_in_flight(grace: Duration, during: impl FnOnce(zipwire_proxy::Hurry
     .await;
     let url = proxy.url("/very-slow");
     let in_flight = tokio::spawn(async move { client().request(request("GET", &url, &[])).await });
-    // In flight: the origin has the request (a fixed sleep here was sometimes too short for
-    // a loaded machine to have even connected).
+    // In flight: the origin has the request (a fixed sleep can be too short for a loaded
+    // machine to have even connected).
     let deadline = Instant::now() + Duration::from_secs(5);
     while origin.hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -205,7 +205,7 @@ async fn a_hurried_shutdown_closes_what_is_left_without_waiting_for_the_grace() 
 
 #[tokio::test]
 async fn a_connection_that_has_sent_nothing_does_not_hold_the_shutdown() {
-    // A browser's preconnect: connected, silent. Until 2026-11-28 the stop waited for its
+    // A browser's preconnect: connected, silent. The stop must not wait for its
     // `timeouts.header_read`.
     let origin = Origin::start().await;
     let mut proxy = Proxy::start(vec![origin.upstream()], |config| {
@@ -233,8 +233,8 @@ async fn a_connection_that_has_sent_nothing_does_not_hold_the_shutdown() {
 #[tokio::test]
 async fn a_body_cut_by_the_end_of_the_grace_resets_an_http10_client() {
     // Chunked from upstream, passed to an HTTP/1.0 client without a length: only the
-    // connection's end tells it whether the body is whole. Until 2026-11-27 a shutdown whose
-    // grace expired closed it with a FIN, and the client took a tenth of the body for all.
+    // connection's end tells it whether the body is whole. A shutdown whose grace expires
+    // resets it: a FIN would have the client take a tenth of the body for all.
     let origin = RawOrigin::start(|mut conn| async move {
         if conn.read_head().await.is_some() {
             let mut reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\

@@ -131,7 +131,7 @@ async fn a_late_stream_does_not_hold_the_head_past_the_flush_delay() {
         .expect("a response");
     let head_after = started.elapsed();
     // A body of unknown length holds the head for the flush delay, waiting for a first call
-    // to send with it, and no longer: not until the origin's first byte.
+    // to send with it, and not longer: not until the origin's first byte.
     assert!(
         head_after >= DELAY && head_after < DELAY + Duration::from_millis(900),
         "head after {head_after:?}, flush delay {DELAY:?}, origin pause {PAUSE:?}"

@@ -79,7 +79,7 @@ async fn alpn_offers_h2_first_then_http11() {
         (&[b"h2"], Some(b"h2")),
         (&[b"http/1.1"], Some(b"http/1.1")),
         (&[b"http/1.0", b"http/1.1"], Some(b"http/1.1")),
-        // `curl --http1.0`: refused with `no_application_protocol` until 2026-11-27.
+        // `curl --http1.0`: taken, not refused with `no_application_protocol`.
         (&[b"http/1.0"], Some(b"http/1.0")),
         (&[], None),
     ];

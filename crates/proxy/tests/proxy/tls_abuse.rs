@@ -182,8 +182,8 @@ async fn shutdown_does_not_wait_for_stalled_handshakes() {
 #[tokio::test]
 async fn header_read_counts_from_the_end_of_the_handshake() {
     // A handshake that takes most of `handshake_timeout`, then a head within `header_read`:
-    // served. Until 2026-11-28 `header_read` ran from the connection's start, so the head
-    // was cut 1 s after the connection opened.
+    // served. Were `header_read` counted from the connection's start, the head would be cut
+    // 1 s after the connection opened.
     let origin = Origin::start().await;
     let dir = temp_dir("slow-handshake");
     let site = site(&dir, "site", &["proxy.test"]);

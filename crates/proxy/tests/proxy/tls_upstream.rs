@@ -1,6 +1,6 @@
 //! `https://` upstreams: TLS to an origin on loopback whose certificate an rcgen-made CA
 //! signed, trusted through the configuration; a certificate for another name, or from a CA
-//! not trusted, is refused with 502 and a log line that says why. See: issue 22, point 5.
+//! not trusted, is refused with 502 and a log line that says why.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -1,7 +1,6 @@
 //! WebSocket pass-through (RFC 6455 over HTTP/1.1, RFC 9110 §7.8): the handshake reaches
 //! the origin with its `Connection` and `Upgrade`, a `101` turns the client connection into
 //! a tunnel to a fresh upstream connection, and a refused upgrade is an ordinary response.
-//! See: issue 22, point 3.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -351,8 +350,8 @@ async fn a_refused_upgrade_is_an_ordinary_response() {
 
 #[tokio::test]
 async fn a_101_to_a_request_that_asked_for_no_upgrade_is_a_502() {
-    // Until 2026-11-27 the client got a bare 101 and lost its connection, with the request
-    // behind it (and an HTTP/1.0 client, a 101 RFC 9110 §15.2 forbids).
+    // Passed on, the bare 101 would cost the client its connection, with the request behind
+    // it (and give an HTTP/1.0 client a 101, which RFC 9110 §15.2 forbids).
     let origin = EchoOrigin::start().await;
     let proxy = Proxy::start(vec![upstream_of(&origin)], |_| {}).await;
     let mut stream = TcpStream::connect(proxy.addr).await.expect("connect");

@@ -62,7 +62,7 @@ async fn a_put_body_is_resent_to_the_next_upstream() {
 #[tokio::test]
 async fn a_post_whose_connect_failed_goes_to_the_next_upstream_once() {
     // A failed connect sent nothing, so a POST may go on (nginx's `proxy_next_upstream
-    // error`); until 2026-11-28 it got 502.
+    // error`) rather than get 502.
     let dead = dead_addr().await;
     let live = Origin::start().await;
     let proxy = Proxy::start(vec![upstream(dead.addr), live.upstream()], |_| {}).await;
@@ -80,8 +80,8 @@ async fn a_post_whose_connect_failed_goes_to_the_next_upstream_once() {
 
 #[tokio::test]
 async fn a_get_goes_past_every_dead_upstream_to_a_live_one() {
-    // Two dead servers first: until 2026-11-28 a GET had one more try after a failed
-    // connect, and got 502 with two servers up.
+    // Two dead servers first: a GET with only one more try after a failed connect would get
+    // 502 with two servers up.
     let (one, two) = (dead_addr().await, dead_addr().await);
     let live = Origin::start().await;
     let other = Origin::start().await;
@@ -139,8 +139,8 @@ async fn silent_origin() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) 
 
 #[tokio::test]
 async fn an_upstream_that_never_answers_is_marked_down_and_a_get_goes_on() {
-    // Until 2026-11-28 a server that accepted and never answered kept its share: every
-    // other request waited for the whole timeout and got 504.
+    // A server that accepts and never answers must not keep its share, or every other
+    // request waits for the whole timeout and gets 504.
     let (silent, _held) = silent_origin().await;
     let live = Origin::start().await;
     let proxy = Proxy::start(vec![upstream(silent), live.upstream()], |config| {

@@ -70,9 +70,9 @@ impl Policy {
             return None;
         }
         // The link limited us below a pace remembered from an earlier connection, or below
-        // one it carried earlier in this one: the path is not what it was. Until 2026-11-28
-        // the pace this connection had carried stayed: after a fast phase a link now slow
-        // kept looking fast, every full block went raw, and none was compressed again.
+        // one it carried earlier in this one: the path is not what it was, so both are
+        // forgotten. Were the pace carried kept, a link that slows after a fast phase would
+        // keep looking fast, every full block would go raw, and none be compressed again.
         if rate < self.recalled {
             self.recalled = 0.0;
             self.recalled_limit = false;

@@ -99,7 +99,7 @@ const SPEED_HEADROOM: f64 = 0.8;
 /// A link that takes bytes this many times faster than the fastest rung compresses gets
 /// only raw full blocks. Mixing compressed blocks in could add at most
 /// 1/2.5 of its rate, and only with a core to spare: where the compressor shares cores with
-/// the transfer it took that much and more from the transfer (0.62× of raw on 2 cores).
+/// the transfer it takes that much and more from the transfer (0.62× of raw on 2 cores).
 pub const FAST_LINK: f64 = 2.5;
 
 /// A rung above must promise this much more delivered payload before the ladder moves.

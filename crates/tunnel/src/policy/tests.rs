@@ -310,8 +310,8 @@ fn before_the_link_has_shown_a_pace_frames_waiting_for_it_climb_the_ladder() {
 #[test]
 fn a_link_that_slows_down_after_a_fast_phase_gets_compression_back() {
     // 2 GB/s carried without a backlog, then 10 Mbit/s that limits us: the pace carried in
-    // the fast phase must not outlive it (it did until 2026-11-28, and every block after the
-    // fast phase went raw at the slow link's rate).
+    // the fast phase must not outlive it, or every block after the fast phase would go raw at
+    // the slow link's rate.
     let mut policy = Policy::new(Choice::Auto, true);
     let mut link = Sim::new(2e9, 0);
     let blocks = EVAL_BLOCKS * 4;
@@ -387,8 +387,8 @@ fn fixed_choices_ignore_the_signals_and_auto_skips_noise() {
         auto.decide(&TEXT.repeat(20), throttled),
         Decision::Raw(RawReason::CpuCap)
     );
-    // A fixed level keeps to the cap too (until 2026-11-27 `--level zstd:19 --max-cpu 5`
-    // used 87% of a core).
+    // A fixed level keeps to the cap too: `--level zstd:19 --max-cpu 5` must not use 87% of
+    // a core.
     let mut fixed = Policy::new(Choice::Fixed(Method::new(Codec::Zstd, 19).unwrap()), true);
     assert_eq!(
         fixed.decide(&TEXT.repeat(20), throttled),

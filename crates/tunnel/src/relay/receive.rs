@@ -144,11 +144,11 @@ pub(super) async fn receive_loop<R: AsyncRead>(
         return result;
     }
     // The peer's direction has ended, and nothing will be decoded again: its decoders and
-    // their memory go now, not when the whole connection ends (until 2026-11-28 a
-    // half-closed download held its zstd window against the memory cap).
+    // their memory go now, not when the whole connection ends, so that a half-closed
+    // download does not hold its zstd window against the memory cap.
     drop(decoder);
     drop(memory);
-    // This loop no longer keeps the writer open: once this side's sender has ended too, the
+    // From here this loop does not keep the writer open: once this side's sender has ended, the
     // writer closes TLS, and the peer, reading on as here, sees the close.
     let weak = tx.downgrade();
     drop(tx);
@@ -167,8 +167,8 @@ const BUSY_PONG: Duration = Duration::from_millis(100);
 /// The peer's pings queue in the tunnel behind the data this end has yet to write, up to
 /// the kernel's receive buffer (megabytes) and every frame its sender still holds: answered
 /// only when this end gets to them, they would leave a peer whose keepalive interval is
-/// short taking this end for dead (an 8 MB upload to a target that reads 1.3 MB/s was reset
-/// with pings every 400 ms). A pong from an end that is writing shows that it lives and works
+/// short taking this end for dead (an 8 MB upload to a target that reads 1.3 MB/s would be
+/// reset with pings every 400 ms). A pong from an end that is writing shows that it lives and works
 /// (a path that has stopped carrying the peer's bytes leaves it nothing to write), and any
 /// version-2 peer takes an unasked pong as it takes an answer. A write that completes at
 /// once sends nothing.

@@ -196,7 +196,7 @@ fn long_names_in_any_encoding_get_a_temporary_file() {
 #[test]
 fn names_too_long_with_the_suffix_are_shortened_as_gzip_does() {
     // Compressing: gzip's shortened name (figures from gzip 1.12), the whole name kept in the
-    // header even under -n, and gzip's line whatever -q says. It had failed with "File name
+    // header even under -n, and gzip's line whatever -q says. It must not fail with "File name
     // too long" after compressing the whole file.
     let sb = Sandbox::new();
     let long = "a".repeat(254);
@@ -311,8 +311,8 @@ fn an_interrupt_leaves_the_input_and_no_partial_output() {
 
 #[test]
 fn a_file_size_limit_leaves_the_input_and_no_temporary_file() {
-    // `ulimit -f`: the write past the limit raises SIGXFSZ. Until 2026-11-27 its default
-    // action killed zipwire with the temporary file in place.
+    // `ulimit -f`: the write past the limit raises SIGXFSZ, whose default action would kill
+    // zipwire with the temporary file in place.
     if !require_tool("bash") {
         return;
     }

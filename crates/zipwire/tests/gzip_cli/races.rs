@@ -33,7 +33,7 @@ fn a_file_swapped_for_a_link_is_never_read_through_it() {
     };
     let (mut outputs, mut runs) = (0, 0);
     let started = Instant::now();
-    // Before the fix about one run in 80 leaked the secret; 600 runs miss that with
+    // Unguarded, about one run in 80 leaks the secret; 600 runs miss that with
     // probability 0.05%. All 600 must run: fewer in the time allowed fails the test rather
     // than weakening it (20 runs would miss a leak three times in four).
     while runs < 600 && started.elapsed() < Duration::from_secs(180) {

@@ -13,8 +13,8 @@ use crate::sandbox::{text, Sandbox, BIN};
 #[test]
 fn a_non_blocking_stdin_is_read_to_its_end() {
     // node and some terminals leave their end of a pipe O_NONBLOCK, which the child shares:
-    // until 2026-11-28 the first empty read failed ("Resource temporarily unavailable") and
-    // the output was cut. gzip makes the descriptor blocking and reads again.
+    // the first empty read must not fail ("Resource temporarily unavailable") and cut the
+    // output. gzip makes the descriptor blocking and reads again.
     for mode in [&["compress", "-c"][..], &["decompress", "-c"]] {
         let (reader, mut writer) = std::io::pipe().expect("pipe");
         let fd = reader.as_fd();
@@ -63,7 +63,7 @@ fn a_non_blocking_stdin_is_read_to_its_end() {
 
 #[test]
 fn a_closed_stderr_loses_no_output_and_is_no_panic() {
-    // Until 2026-11-28 a message to a closed stderr panicked: exit 101 after the output was
+    // A message to a closed stderr must not panic: that would exit 101 after the output was
     // written and before the input was removed.
     let sb = Sandbox::new();
     let data = text(50_000, 3);
@@ -90,8 +90,8 @@ fn a_closed_stderr_loses_no_output_and_is_no_panic() {
 
 #[test]
 fn a_read_error_in_the_middle_of_c_ends_the_stream_there() {
-    // Until 2026-11-28 the run went on after the failed member and appended the next file's,
-    // which no decoder could reach past the broken one.
+    // The run must not go on after the failed member and append the next file's, which no
+    // decoder could reach past the broken one.
     let sb = Sandbox::new();
     sb.write("a", &text(10_000, 1));
     sb.write("b", b"the file after the failure\n");

@@ -8,8 +8,8 @@ use zipwire_testkit::require_tool;
 fn the_gzip_variable_and_shortened_options_are_taken_as_gzip_takes_them() {
     // GZIP's options go before the command line's; only levels, names, -q, -v and
     // --rsyncable are taken, with gzip's deprecation warning unless the variable makes the
-    // program quiet (until 2026-11-28 the variable was ignored). The level it sets shows in
-    // the size: the same as the flag's, and not the default's.
+    // program quiet. The level it sets shows in the size: the same as the flag's, and not
+    // the default's.
     let same_size = |env: &str, with_env: &str, flags: &str| {
         format!("[ $(GZIP='{env}' gzip {with_env} -c t | wc -c) -eq $(gzip {flags} -c t | wc -c) ]")
     };
@@ -71,9 +71,9 @@ fn the_gzip_variable_and_shortened_options_are_taken_as_gzip_takes_them() {
 
 #[test]
 fn a_file_system_that_refuses_chmod_keeps_the_output_with_gzips_warning() {
-    // gzip's copy_stat warns (status 2) and keeps the output, and the input goes; until
-    // 2026-11-28 zipwire failed the file (status 1) and wrote nothing, so nothing could be
-    // compressed onto such a file system (FUSE mounts, vfat).
+    // gzip's copy_stat warns (status 2) and keeps the output, and the input goes. zipwire does
+    // the same: failing the file (status 1) and writing nothing would leave no way to
+    // compress onto such a file system (FUSE mounts, vfat).
     if !require_tool("bindfs") || !require_tool("fusermount") || !fuse_mounts() {
         return;
     }
@@ -127,9 +127,9 @@ fn fuse_mounts() -> bool {
 
 #[test]
 fn standard_output_closed_under_it_exits_as_gzip_does() {
-    // gzip is ended by SIGPIPE, which a shell reports as 141; zipwire said 1 until
-    // 2026-11-28. Megabytes of output (random bytes to compress: 5 MB of `y` compress to
-    // less than a pipe holds), of which `head` takes one byte.
+    // gzip is ended by SIGPIPE, which a shell reports as 141, and so is zipwire, not exiting
+    // with 1. Megabytes of output (random bytes to compress: 5 MB of `y` compress to less
+    // than a pipe holds), of which `head` takes one byte.
     same_as_gzip(
         &common_files,
         &["yes | head -c 5000000 > big && gzip -k big && \

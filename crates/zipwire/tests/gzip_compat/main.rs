@@ -172,7 +172,7 @@ fn same_as_gzip(setup: &dyn Fn(&Path), scripts: &[&str], stdin: &[u8], compare: 
         if compare == Compare::Compressing {
             // Only the compressed bytes may differ: what a script prints otherwise (`od` of a
             // header field, `ls` of a restored time, a round trip's text) and the plain files
-            // are compared whole (until 2026-11-27 all of it was thrown away).
+            // are compared whole, so that masking the compressed bytes hides nothing else.
             let compressed = |bytes: &[u8]| bytes.starts_with(&[0x1f, 0x8b]);
             for side in [&mut want, &mut got] {
                 side.stderr = mask_ratios(&side.stderr);
@@ -214,7 +214,7 @@ fn common_files(dir: &Path) {
     fs::write(dir.join("gp.gz"), gp).unwrap();
     // A fixed time on every file, so gzip headers made in either sandbox are the same: the
     // two sandboxes are set up one after the other and may straddle a second (`gzip -v in`
-    // once wrote `in`'s time of the second that had just begun into the header).
+    // then writes `in`'s time of the second that has just begun into the header).
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
     for name in ["in", "p", "t", "g.gz", "gp.gz"] {
         fs::File::options()
@@ -262,7 +262,7 @@ fn verbose_lines_are_gzips() {
 
 #[test]
 fn the_last_of_quiet_and_verbose_wins_as_in_gzip() {
-    // Until 2026-11-28 both held: `-tvq` printed OK lines and exited with a warning's 2.
+    // Not both: `-tvq` must not print OK lines and exit with a warning's 2.
     let files = |dir: &Path| {
         common_files(dir);
         let mut zeros = gzipped(b"abc");
@@ -350,7 +350,7 @@ fn suffix_and_every_documented_option_are_gzips() {
 
 #[test]
 fn set_id_and_sticky_files_are_refused_as_gzip_refuses_them() {
-    // Until 2026-11-27 they were compressed, the set-id bits carried over to the output.
+    // Compressing them would carry the set-id bits over to the output.
     same_as_gzip(
         &common_files,
         &[

@@ -9,8 +9,8 @@ use super::*;
 
 #[tokio::test]
 async fn variants_made_on_hits_are_counted_as_compression() {
-    // Until 2026-11-28 a hit that made a variant counted nowhere: responses_compressed,
-    // encode_seconds, compressed_input_bytes and the codings all stayed at 0.
+    // A hit that makes a variant counts as compression: responses_compressed,
+    // encode_seconds, compressed_input_bytes and the codings must not stay at 0.
     let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;
     let proxy = proxy(&origin, CacheMode::Fresh, origin.time.clone()).await;
     let client = client();
@@ -73,8 +73,8 @@ async fn a_304_from_the_cache_makes_no_variant_and_keeps_a_strong_tag_strong() {
     let client = client();
     let (parts, _) = get(&client, &proxy, &[]).await;
     assert_eq!(parts.status, 200);
-    // A 304 for a coding not stored: nothing to compress (until 2026-11-28 the whole body
-    // was, to send no body at all).
+    // A 304 for a coding not stored: nothing to compress (compressing the whole body to send
+    // no body at all would be waste).
     for (coding, tag, expected) in [
         ("zstd", "W/\"v1\"", "W/\"v1\""),
         // Strong tags alone: the client holds the identity response, whose tag stays strong
@@ -109,9 +109,9 @@ async fn a_304_from_the_cache_makes_no_variant_and_keeps_a_strong_tag_strong() {
 
 #[tokio::test]
 async fn a_large_variant_is_made_off_the_thread_that_serves_the_others() {
-    // The first br hit on a 6 MB entry compresses it whole. Until 2026-11-28 that ran on the
-    // runtime's thread (the proxy's one worker here, as with `threads = 1`), and every other
-    // request waited for it: a HEAD sent meanwhile took as long as the compression. The
+    // The first br hit on a 6 MB entry compresses it whole. Run on the runtime's thread (the
+    // proxy's one worker here, as with `threads = 1`), it would make every other request
+    // wait: a HEAD sent meanwhile would take as long as the compression. The
     // proxy runs on a runtime of its own, so that the test's clock and client keep running
     // whatever blocks the proxy's thread.
     let origin = Scripted::start(&[("cache-control", "max-age=60")], Some("\"v1\"")).await;

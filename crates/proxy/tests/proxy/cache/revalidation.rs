@@ -98,7 +98,7 @@ async fn a_304_to_the_cache_s_validators_serves_the_stored_body(
 async fn a_304_naming_another_strong_tag_never_relabels_the_stored_body() {
     // An origin that answers the stored validators with a 304 carrying a new strong tag (as
     // handlers that look at If-Modified-Since alone do). Applied to the stored body, the new
-    // tag labelled the old body, and every later revalidation with it got a 304 again.
+    // tag would label the stale body, and every later revalidation with it get a 304 again.
     let origin = Scripted::start(&[("cache-control", "max-age=3600")], Some("\"v1\"")).await;
     let proxy = proxy(&origin, CacheMode::Revalidate, origin.time.clone()).await;
     let client = client();

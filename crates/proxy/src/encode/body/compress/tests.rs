@@ -605,8 +605,8 @@ fn decoded_prefix(zstd: bool, wire: &[u8]) -> Vec<u8> {
 }
 
 /// `bytes_saved` is a Prometheus counter: an incompressible body, which comes out a little
-/// larger than it went in, must not take back what a compressible one saved (it did while
-/// the figure was the totals' input minus output).
+/// larger than it went in, must not take back what a compressible one saved (as it would if
+/// the figure were the totals' input minus output).
 #[tokio::test]
 async fn what_was_saved_is_never_taken_back() {
     let meter = Arc::new(BodyMeter::default());
