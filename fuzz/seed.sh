@@ -22,8 +22,8 @@ find "$src" -type f -size -8k | sort | while read -r file; do
     # so that mutations reach the flags and fields. Until 2026-11-27 the seeds were raw
     # members, whose odd first byte 1f framed them again: every seed was refused at once.
     { printf '\x01'; gzip -9 -N -c "$file" | tail -c +4; } > "corpus/gzip_header/$name.gz"
-    # inflate's input is `Case`: format byte, two absent limits, chunk and window (u16 LE),
-    # then the stream. 0 = gzip, 1 = zlib, 2 = raw.
+    # inflate's input is `InflateCase`: format byte, two absent limits, chunk and window
+    # (u16 LE), then the stream. 0 = gzip, 1 = zlib, 2 = raw.
     printf '\x00\x00\x00\x00\x10\x00\x10' > "corpus/inflate/$name.gzip"
     gzip -6 -c "$file" >> "corpus/inflate/$name.gzip"
     python3 - "$file" <<'PY'
@@ -37,11 +37,12 @@ for fmt, wbits in ((1, 15), (2, -15)):
     with open('corpus/inflate/%s.%s' % (name, 'zlib' if fmt == 1 else 'raw'), 'wb') as f:
         f.write(bytes([fmt, 0, 0, 0x00, 0x10, 0x00, 0x10]) + stream)
 PY
-    # roundtrip's input is `Case`: format, level, finish flag, then the chunks; libFuzzer
-    # mutates from here.
+    # roundtrip's input is `RoundtripCase`: format, level, finish flag, then the chunks;
+    # libFuzzer mutates from here.
     printf '\x00\x00\x01' > "corpus/roundtrip/$name"
     head -c 2048 "$file" >> "corpus/roundtrip/$name"
-    # window's `Case` starts with its level and the calls: the file's bytes become calls.
+    # window's `WindowCase` starts with its level and the calls: the file's bytes become
+    # calls.
     head -c 4096 "$file" > "corpus/window/$name"
     # tunnel_frames reads frames back to back: a raw data frame, a stateless-deflate one (raw
     # deflate, level 1), a zstd one (a whole zstd frame, which the streaming decoder reads),

@@ -40,6 +40,8 @@ macro_rules! say {
 
 mod blocking;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inflate;
 mod interrupt;
 mod job;

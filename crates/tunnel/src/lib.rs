@@ -56,6 +56,8 @@ pub mod blocks;
 pub mod drain;
 pub mod endpoint;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handshake;
 pub mod keepalive;
 pub mod keygen;

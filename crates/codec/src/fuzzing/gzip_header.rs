@@ -1,5 +1,4 @@
-//! Property bodies for the fuzz targets in `fuzz/`: each takes arbitrary input, must never
-//! panic on its own, and asserts the invariants of the result. Not part of the API.
+//! The `gzip_header` target's body: the gzip header parser on arbitrary bytes.
 
 use crate::format::gzip::{parse_header, MAGIC};
 
