@@ -12,6 +12,8 @@
 //! - Memory: [`alloc::Counting`] counts a test binary's allocations, [`alloc::alone`] runs a
 //!   test by itself in a child process.
 //! - TLS: [`tls::AnyCertificate`] lets a test client accept a server's throw-away certificate.
+//! - Processes: [`child::Running`] runs a program under test with its output in a log file,
+//!   reads back the address it bound on port 0, signals it and kills it on drop.
 //!
 //! # Missing corpus or tool
 //!
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod child;
 mod data;
 pub mod tls;
 
