@@ -14,6 +14,7 @@
 //! - TLS: [`tls::AnyCertificate`] lets a test client accept a server's throw-away certificate.
 //! - Processes: [`child::Running`] runs a program under test with its output in a log file,
 //!   reads back the address it bound on port 0, signals it and kills it on drop.
+//! - Origins: [`origin::serve`] answers every request with one body, for a proxy under test.
 //!
 //! # Missing corpus or tool
 //!
@@ -40,6 +41,7 @@
 pub mod alloc;
 pub mod child;
 mod data;
+pub mod origin;
 pub mod tls;
 
 pub use data::{

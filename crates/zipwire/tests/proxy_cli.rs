@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use zipwire_testkit::child::{addr_after, Running};
+use zipwire_testkit::origin::{self, Connection};
 
 fn zipwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zipwire"))
@@ -261,23 +262,7 @@ fn start_proxy(command: &mut Command, name: &str) -> (Running, String) {
 
 /// An origin answering every request with a small text body, then closing.
 fn origin() -> std::net::SocketAddr {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(64) {
-            let Ok(mut stream) = stream else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
-            );
-        }
-    });
-    addr
+    origin::serve("text/plain", b"hello", Connection::Close)
 }
 
 mod tls_client {
@@ -565,36 +550,7 @@ fn wait_until(mut done: impl FnMut() -> bool, what: &str) {
 
 /// An origin that keeps its connections alive, answering every request with a small body.
 fn keep_alive_origin() -> std::net::SocketAddr {
-    use std::io::{BufRead, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(64) {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = std::io::BufReader::new(&stream);
-                let mut writer = &stream;
-                loop {
-                    let mut line = String::new();
-                    // The head ends with an empty line; a closed connection ends the loop.
-                    loop {
-                        line.clear();
-                        match reader.read_line(&mut line) {
-                            Ok(0) | Err(_) => return,
-                            Ok(_) if line == "\r\n" => break,
-                            Ok(_) => {}
-                        }
-                    }
-                    let response =
-                        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nhello";
-                    if writer.write_all(response).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
+    origin::serve("text/plain", b"hello", Connection::KeepAlive)
 }
 
 #[test]

@@ -2,13 +2,13 @@
 //! origin, and `zipwire demo`.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::thread;
 use std::time::Duration;
 
 use zipwire_codec::{decompress, Format, Limits};
 use zipwire_testkit::child::Running;
+use zipwire_testkit::origin::{self, Connection};
 
 fn zipwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zipwire"))
@@ -23,26 +23,7 @@ fn page() -> Vec<u8> {
 
 /// An origin that answers every request with `page()` as text/html, then closes.
 fn origin() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    thread::spawn(move || {
-        for stream in listener.incoming().take(16) {
-            let Ok(mut stream) = stream else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            let body = page();
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
-            let _ = stream.write_all(&body);
-        }
-    });
-    addr
+    origin::serve("text/html", &page(), Connection::Close)
 }
 
 #[test]
