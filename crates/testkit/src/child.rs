@@ -138,14 +138,23 @@ impl Running {
     ///
     /// When it still runs after [`DEADLINE`]; the message holds the log.
     pub fn exits(&self) -> ExitStatus {
-        let deadline = Instant::now() + DEADLINE;
+        self.exits_within(DEADLINE)
+    }
+
+    /// [`Running::exits`], for a child that may take longer than [`DEADLINE`].
+    ///
+    /// # Panics
+    ///
+    /// When it still runs after `limit`; the message holds the log.
+    pub fn exits_within(&self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.try_wait() {
                 return status;
             }
             assert!(
                 Instant::now() < deadline,
-                "still running after {DEADLINE:?}:\n{}",
+                "still running after {limit:?}:\n{}",
                 self.log()
             );
             std::thread::sleep(POLL);
