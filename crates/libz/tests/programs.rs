@@ -7,8 +7,10 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use zipwire_testkit::child::Running;
 
 /// A program that must be installed (fails under CI=true when it is not).
 fn have(path: &str, package: &str) -> bool {
@@ -23,38 +25,58 @@ fn have(path: &str, package: &str) -> bool {
     false
 }
 
-/// A port free on 127.0.0.1 a moment ago.
-fn free_port() -> u16 {
+/// A port free on 127.0.0.1 a moment ago: only a candidate, see [`start_on_free_ports`].
+fn candidate_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local addr").port()
 }
 
-/// Waits until something accepts on the port.
-fn wait_listening(port: u16, child: &mut Child, log: &Path) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!(
-                "server exited ({status}): {}",
+/// Starts the server `command` makes for `count` ports, its output in `out` and its own log
+/// in `log`, and waits until it listens on all of them; returns it and the ports.
+///
+/// nginx and sshd take their ports from a configuration file and cannot bind port 0 and say
+/// where, so the ports are picked here, free a moment before. That is race-free all the
+/// same: the server counts as started only once it holds the listening sockets itself
+/// ([`Running::owns_listener`]), never because something accepts on the port, and a port
+/// another process took in between makes the server fail to bind and exit, which starts it
+/// again on other ports. Once bound, a port is the server's alone.
+fn start_on_free_ports(
+    count: usize,
+    out: &Path,
+    log: &Path,
+    command: impl Fn(&[u16]) -> Command,
+) -> (Running, Vec<u16>) {
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        let ports: Vec<u16> = (0..count).map(|_| candidate_port()).collect();
+        let server = Running::start(&mut command(&ports), out);
+        let started = Instant::now();
+        loop {
+            if ports.iter().all(|&port| server.owns_listener(port)) {
+                return (server, ports);
+            }
+            if let Some(status) = server.try_wait() {
+                let said = format!(
+                    "{}{}",
+                    server.log(),
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+                assert!(
+                    said.contains("Address already in use"),
+                    "server exited ({status}): {said}"
+                );
+                eprintln!("note: a port of {ports:?} was taken meanwhile; trying others");
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "not listening on {ports:?}: {}",
                 std::fs::read_to_string(log).unwrap_or_default()
             );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "nothing listens on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Kills and reaps a server when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    panic!("{ATTEMPTS} sets of ports taken by others before the server could bind them");
 }
 
 /// Corpus files to serve and copy.
@@ -82,50 +104,49 @@ fn nginx_gzip_serves_pages_curl_decodes_with_no_alert() {
     }
     // One server per level: 1 and 6 go to zipwire by default, 9 to zlib-rs.
     let levels = [1, 6, 9];
-    let ports: Vec<u16> = levels.iter().map(|_| free_port()).collect();
-    let servers: String = levels
-        .iter()
-        .zip(&ports)
-        .map(|(level, port)| {
-            format!(
-                "server {{ listen 127.0.0.1:{port}; root {root}; gzip on; \
-                 gzip_comp_level {level}; gzip_types *; gzip_min_length 0; \
-                 location /chunked/ {{ alias {root}/; chunked_transfer_encoding on; }} }}\n",
-                root = root.display()
-            )
-        })
-        .collect();
     let t = tmp.path().display();
-    let conf = format!(
-        "daemon off; master_process off; pid {t}/nginx.pid; error_log {t}/error.log warn;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{ access_log off; client_body_temp_path {t}/body; proxy_temp_path {t}/proxy;\n\
-         fastcgi_temp_path {t}/fcgi; uwsgi_temp_path {t}/uwsgi; scgi_temp_path {t}/scgi;\n\
-         {servers} }}\n"
-    );
     let conf_path = tmp.path().join("nginx.conf");
-    std::fs::write(&conf_path, conf).expect("nginx.conf");
     let log = tmp.path().join("error.log");
-    let child = Command::new("/usr/sbin/nginx")
-        .arg("-p")
-        .arg(tmp.path())
-        .arg("-c")
-        .arg(&conf_path)
-        .arg("-e")
-        .arg(&log)
-        .env("LD_PRELOAD", common::library())
-        .env("ZIPWIRE_ZLIB_LOG", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nginx");
-    let mut server = Server(child);
-    for port in &ports {
-        wait_listening(*port, &mut server.0, &log);
-    }
+    let nginx = |ports: &[u16]| {
+        let servers: String = levels
+            .iter()
+            .zip(ports)
+            .map(|(level, port)| {
+                format!(
+                    "server {{ listen 127.0.0.1:{port}; root {root}; gzip on; \
+                     gzip_comp_level {level}; gzip_types *; gzip_min_length 0; \
+                     location /chunked/ {{ alias {root}/; chunked_transfer_encoding on; }} }}\n",
+                    root = root.display()
+                )
+            })
+            .collect();
+        let conf = format!(
+            "daemon off; master_process off; pid {t}/nginx.pid; error_log {t}/error.log warn;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; client_body_temp_path {t}/body; proxy_temp_path {t}/proxy;\n\
+             fastcgi_temp_path {t}/fcgi; uwsgi_temp_path {t}/uwsgi; scgi_temp_path {t}/scgi;\n\
+             {servers} }}\n"
+        );
+        std::fs::write(&conf_path, conf).expect("nginx.conf");
+        // A failed attempt's bind errors are no alerts of this run.
+        let _ = std::fs::remove_file(&log);
+        let mut command = Command::new("/usr/sbin/nginx");
+        command
+            .arg("-p")
+            .arg(tmp.path())
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("-e")
+            .arg(&log)
+            .env("LD_PRELOAD", common::library())
+            .env("ZIPWIRE_ZLIB_LOG", "1");
+        command
+    };
+    let (server, ports) =
+        start_on_free_ports(levels.len(), &tmp.path().join("nginx.out"), &log, nginx);
     // Loaded for real: a preload that fails only costs a message, and nginx would then serve
     // with the system zlib and pass every check below.
-    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).expect("maps");
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.pid())).expect("maps");
     assert!(
         maps.contains(&*common::library().to_string_lossy()),
         "nginx runs without the library"
@@ -164,45 +185,43 @@ fn nginx_gzip_serves_pages_curl_decodes_with_no_alert() {
 }
 
 /// A private sshd on a free port, its keys and config in `dir`, preloaded or not.
-fn start_sshd(dir: &Path, preload: bool) -> (Server, u16) {
-    let port = free_port();
-    let config = dir.join("sshd_config");
+fn start_sshd(dir: &Path, preload: bool) -> (Running, u16) {
+    let config = dir.join(format!("sshd_config-{preload}"));
+    let log = dir.join(format!("sshd-{preload}.log"));
     let d = dir.display();
-    std::fs::write(
-        &config,
-        format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n\
-             AuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nUsePAM no\n\
-             StrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nCompression yes\n\
-             Subsystem sftp internal-sftp\n"
-        ),
-    )
-    .expect("sshd_config");
     // sshd wants its privilege-separation directory.
     std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
-    let log = dir.join("sshd.log");
-    let mut cmd = Command::new("/usr/sbin/sshd");
-    cmd.arg("-D").arg("-f").arg(&config).arg("-E").arg(&log);
-    if preload {
-        cmd.env("LD_PRELOAD", common::library());
-    }
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start sshd");
-    let mut server = Server(child);
-    wait_listening(port, &mut server.0, &log);
+    let sshd = |ports: &[u16]| {
+        let port = ports[0];
+        std::fs::write(
+            &config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\n\
+                 AuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nUsePAM no\n\
+                 StrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nCompression yes\n\
+                 Subsystem sftp internal-sftp\n"
+            ),
+        )
+        .expect("sshd_config");
+        let mut command = Command::new("/usr/sbin/sshd");
+        command.arg("-D").arg("-f").arg(&config).arg("-E").arg(&log);
+        if preload {
+            command.env("LD_PRELOAD", common::library());
+        }
+        command
+    };
+    let out = dir.join(format!("sshd-{preload}.out"));
+    let (server, ports) = start_on_free_ports(1, &out, &log, sshd);
     if preload {
         let maps =
-            std::fs::read_to_string(format!("/proc/{}/maps", server.0.id())).expect("sshd's maps");
+            std::fs::read_to_string(format!("/proc/{}/maps", server.pid())).expect("sshd's maps");
         assert!(
             maps.contains(&*common::library().to_string_lossy()),
             "sshd does not map the library"
         );
     }
-    (server, port)
+    (server, ports[0])
 }
 
 #[test]

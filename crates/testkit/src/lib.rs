@@ -12,6 +12,9 @@
 //! - Memory: [`alloc::Counting`] counts a test binary's allocations, [`alloc::alone`] runs a
 //!   test by itself in a child process.
 //! - TLS: [`tls::AnyCertificate`] lets a test client accept a server's throw-away certificate.
+//! - Processes: [`child::Running`] runs a program under test with its output in a log file,
+//!   reads back the address it bound on port 0, signals it and kills it on drop.
+//! - Origins: [`origin::serve`] answers every request with one body, for a proxy under test.
 //!
 //! # Missing corpus or tool
 //!
@@ -36,7 +39,9 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod child;
 mod data;
+pub mod origin;
 pub mod tls;
 
 pub use data::{

@@ -72,9 +72,9 @@ fn screenshot_shows_the_page(browser: &Chromium, url: &str) {
     let output = browser.screenshot(url, &path);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "no screenshot at {} ({e}); chromium's stderr:\n{}",
+            "no screenshot at {} ({e}); chromium's output:\n{}",
             path.display(),
-            output.stderr
+            output.log
         )
     });
     let image = png::decode(&bytes).unwrap_or_else(|e| panic!("the screenshot: {e}"));

@@ -20,7 +20,7 @@ use browser_support::origin::Origin;
 use browser_support::page::Site;
 use browser_support::png;
 use browser_support::proxy::Proxy;
-use tunnel_support::{echo_target, free_port, Running, BIN};
+use tunnel_support::{admin_addr, echo_target, listen_addr, start, BIN};
 
 /// Longest the page may take to show its first updates (Chromium's start included).
 const FIRST_UPDATES: Duration = Duration::from_secs(30);
@@ -284,13 +284,13 @@ fn the_tunnel_dashboard_shows_what_stats_reports() {
     assert!(keygen.status.success(), "keygen failed");
     let pin = String::from_utf8_lossy(&keygen.stdout).trim().to_owned();
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
-    let (target, server_addr, client_addr) = (echo_target(), free_port(), free_port());
-    let server = Running::start(
+    let target = echo_target();
+    let server = start(
         &[
             "tunnel",
             "server",
             "--listen",
-            &server_addr,
+            "127.0.0.1:0",
             "--forward",
             &target,
             "--cert",
@@ -302,18 +302,13 @@ fn the_tunnel_dashboard_shows_what_stats_reports() {
         ],
         &dir.path().join("server.log"),
     );
-    server.wait_for("tunnel server ready");
-    let admin = free_port();
-    let port = admin
-        .rsplit_once(':')
-        .map(|(_, p)| p.to_owned())
-        .unwrap_or_default();
-    let client = Running::start(
+    let server_addr = listen_addr(&server);
+    let client = start(
         &[
             "tunnel",
             "client",
             "--listen",
-            &client_addr,
+            "127.0.0.1:0",
             "--server",
             &server_addr,
             "--pin",
@@ -321,12 +316,12 @@ fn the_tunnel_dashboard_shows_what_stats_reports() {
             "--token-file",
             &path("token"),
             "--admin",
-            &port,
+            "0",
         ],
         &dir.path().join("client.log"),
     );
-    client.wait_for("tunnel admin listening");
-    client.wait_for("tunnel client ready");
+    let client_addr = listen_addr(&client);
+    let admin = admin_addr(&client);
 
     let (stop, done) = (
         Arc::new(AtomicBool::new(false)),

@@ -4,6 +4,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use zipwire_testkit::child::{addr_after, Running};
+use zipwire_testkit::origin::{self, Connection};
+
 fn zipwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zipwire"))
 }
@@ -247,81 +250,19 @@ fn check_refuses_missing_unreadable_and_mismatched_certificates() {
     }
 }
 
-/// The proxy's log lines, read by a thread as they come.
-struct Log(std::sync::mpsc::Receiver<String>);
-
-impl Log {
-    fn of(child: &mut std::process::Child) -> Log {
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Log(rx)
-    }
-
-    /// The next line containing `needle`, within 10 s.
-    fn wait_for(&self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.0.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(_) => {}
-                Err(_) => panic!("no log line with {needle:?}"),
-            }
-        }
-    }
-}
-
-/// Starts `command`, a proxy listening on port 0, with its stderr read by a [`Log`]; returns
-/// it, the log and its "proxy listening" line ([`listening_addr`] reads the address).
-fn start_proxy(command: &mut Command) -> (Running, Log, String) {
-    let child = command
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let mut running = Running(child);
-    let log = Log::of(&mut running.0);
-    let line = log.wait_for("proxy listening");
-    (running, log, line)
-}
-
-/// Kills the child if a test fails before it is reaped.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Starts `command`, a proxy listening on port 0, its output in the file
+/// `proxy-<name>.log` under cargo's temp dir for tests; returns it and its "proxy listening"
+/// line ([`listening_addr`] reads the address).
+fn start_proxy(command: &mut Command, name: &str) -> (Running, String) {
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("proxy-{name}.log"));
+    let running = Running::start(command, &log);
+    let line = running.wait_for_line("proxy listening");
+    (running, line)
 }
 
 /// An origin answering every request with a small text body, then closing.
 fn origin() -> std::net::SocketAddr {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(64) {
-            let Ok(mut stream) = stream else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            let _ = stream.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
-            );
-        }
-    });
-    addr
+    origin::serve("text/plain", b"hello", Connection::Close)
 }
 
 mod tls_client {
@@ -395,25 +336,7 @@ mod tls_client {
 
 /// The address in a "proxy listening" line.
 fn listening_addr(line: &str) -> std::net::SocketAddr {
-    let at = line.find("local_addr=").expect("an address") + "local_addr=".len();
-    line[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-        .collect::<String>()
-        .parse()
-        .expect("an address in the log line")
-}
-
-fn hangup(child: &std::process::Child) {
-    signal(child, "-HUP");
-}
-
-fn signal(child: &std::process::Child, which: &str) {
-    let status = Command::new("kill")
-        .args([which, &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    addr_after(line, "local_addr=").expect("an address in the log line")
 }
 
 /// Also SIGUSR1, which must not end the proxy at once (HAProxy's soft stop, the tunnel's
@@ -436,7 +359,7 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
         .arg(&cert)
         .arg("--tls-key")
         .arg(&key);
-    let (mut proxy, log, line) = start_proxy(&mut command);
+    let (proxy, line) = start_proxy(&mut command, "sighup");
     assert!(line.contains("tls=true"), "{line}");
     let addr = listening_addr(&line);
 
@@ -445,8 +368,8 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     assert_eq!(tls_client::get(&mut open), b"hello");
 
     let renewed = write_certificate(&cert, &key, "proxy.test");
-    hangup(&proxy.0);
-    log.wait_for("tls certificates reloaded");
+    proxy.signal("HUP");
+    proxy.wait_for("tls certificates reloaded");
     let mut fresh = tls_client::connect(addr);
     assert!(
         tls_client::shown(&fresh) == renewed,
@@ -460,8 +383,8 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
     );
 
     fs::write(&cert, "-----BEGIN CERTIFICATE-----\nbroken\n").expect("break the certificate");
-    hangup(&proxy.0);
-    let warning = log.wait_for("tls certificates not reloaded");
+    proxy.signal("HUP");
+    let warning = proxy.wait_for_line("tls certificates not reloaded");
     assert!(warning.contains("WARN"), "{warning}");
     assert!(warning.contains(&*cert.display().to_string()), "{warning}");
     let later = tls_client::connect(addr);
@@ -470,11 +393,11 @@ fn sighup_reloads_the_certificates_and_keeps_them_when_the_new_ones_are_broken()
         "the certificate in use is kept"
     );
     assert_eq!(tls_client::get(&mut open), b"hello");
-    signal(&proxy.0, "-USR1");
-    log.wait_for("SIGUSR1 ignored");
+    proxy.signal("USR1");
+    proxy.wait_for("SIGUSR1 ignored");
     assert_eq!(tls_client::get(&mut open), b"hello");
     // Still running after all three signals.
-    assert!(proxy.0.try_wait().expect("wait").is_none());
+    assert!(proxy.try_wait().is_none());
 }
 
 /// The anonymous resident memory of process `pid` (heap, stacks and arenas: what the
@@ -543,9 +466,9 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
             key.display()
         ),
     );
-    let (running, log, line) = start_proxy(zipwire().args(["proxy", "--config"]).arg(&config));
+    let (running, line) = start_proxy(zipwire().args(["proxy", "--config"]).arg(&config), "memory");
     let addr = listening_addr(&line);
-    let admin = admin_addr(&log.wait_for("admin listening"));
+    let admin = running.addr("admin listening", "addr=");
     // Warm up: one full handshake and request, so the baseline holds what one client costs.
     let mut warm = tls_client::connect(addr);
     assert_eq!(tls_client::get(&mut warm), b"hello");
@@ -555,7 +478,7 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
         || metric(admin, active) == 0,
         "the warm-up connection to close",
     );
-    let pid = running.0.id();
+    let pid = running.pid();
     let (before, sockets) = (rss_anon(pid), descriptors(pid));
 
     // Clients that announce a full 16 KiB record and send a sliver of it, garbage, or
@@ -613,17 +536,6 @@ fn stalled_and_garbage_handshakes_keep_memory_bounded() {
     assert_eq!(tls_client::get(&mut later), b"hello");
 }
 
-/// The address in an "admin listening" log line.
-fn admin_addr(line: &str) -> std::net::SocketAddr {
-    let at = line.find("addr=").expect("an address") + "addr=".len();
-    line[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-        .collect::<String>()
-        .parse()
-        .expect("an address in the log line")
-}
-
 /// Polls `done` every 10 ms until it holds, failing after 20 s with what was awaited.
 fn wait_until(mut done: impl FnMut() -> bool, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -638,36 +550,7 @@ fn wait_until(mut done: impl FnMut() -> bool, what: &str) {
 
 /// An origin that keeps its connections alive, answering every request with a small body.
 fn keep_alive_origin() -> std::net::SocketAddr {
-    use std::io::{BufRead, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(64) {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = std::io::BufReader::new(&stream);
-                let mut writer = &stream;
-                loop {
-                    let mut line = String::new();
-                    // The head ends with an empty line; a closed connection ends the loop.
-                    loop {
-                        line.clear();
-                        match reader.read_line(&mut line) {
-                            Ok(0) | Err(_) => return,
-                            Ok(_) if line == "\r\n" => break,
-                            Ok(_) => {}
-                        }
-                    }
-                    let response =
-                        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nhello";
-                    if writer.write_all(response).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    addr
+    origin::serve("text/plain", b"hello", Connection::KeepAlive)
 }
 
 #[test]
@@ -691,13 +574,13 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
         ])
         .arg("--upstream")
         .arg(format!("http://{upstream}"));
-    let (running, _log, line) = start_proxy(&mut command);
+    let (running, line) = start_proxy(&mut command, "idle");
     let addr = listening_addr(&line);
     // The first client's request warms up the pools and the upstream connection.
     let mut first = std::net::TcpStream::connect(addr).expect("connect");
     assert_eq!(tls_client::get(&mut first), b"hello");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let before = rss(running.0.id());
+    let before = rss(running.pid());
     let mut held = vec![first];
     for _ in 1..CLIENTS {
         let mut stream = std::net::TcpStream::connect(addr).expect("connect");
@@ -705,7 +588,7 @@ fn an_idle_keep_alive_connection_holds_no_buffers() {
         held.push(stream);
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let after = rss(running.0.id());
+    let after = rss(running.pid());
     let per_client = after.saturating_sub(before) / (CLIENTS as u64 - 1);
     eprintln!("{per_client} bytes per idle connection ({CLIENTS} clients)");
     assert!(
@@ -730,27 +613,18 @@ fn out_of_descriptors_the_accept_loop_warns_once_per_interval() {
         .arg("ulimit -n 64 && exec \"$0\" proxy --threads 1 --listen 127.0.0.1:0 --upstream \"$1\"")
         .arg(env!("CARGO_BIN_EXE_zipwire"))
         .arg(format!("http://{upstream}"));
-    let (mut proxy, log, line) = start_proxy(&mut command);
+    let (proxy, line) = start_proxy(&mut command, "descriptors");
     let addr = listening_addr(&line);
     let held: Vec<std::net::TcpStream> = (0..100)
         .filter_map(|_| std::net::TcpStream::connect(addr).ok())
         .collect();
-    let first = log.wait_for("accept failed");
+    let first = proxy.wait_for_line("accept failed");
     assert!(first.contains("failed_since_last_warning=0"), "{first}");
     // Two seconds of failing accepts: about 40 attempts, at most one more warning.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let mut warnings = 0;
-    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-        match log.0.recv_timeout(left) {
-            Ok(line) if line.contains("accept failed") => warnings += 1,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    assert!(warnings <= 1, "{warnings} more warnings in 2 s");
-    assert!(
-        proxy.0.try_wait().expect("wait").is_none(),
-        "the proxy exited"
-    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let log = proxy.log();
+    let warnings = log.matches("accept failed").count() - 1;
+    assert!(warnings <= 1, "{warnings} more warnings in 2 s:\n{log}");
+    assert!(proxy.try_wait().is_none(), "the proxy exited");
     drop(held);
 }

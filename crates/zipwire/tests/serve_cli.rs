@@ -1,13 +1,14 @@
 //! The binary's long-running subcommands, run for real: `zipwire proxy` in front of a tiny
 //! origin, and `zipwire demo`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::time::Duration;
 
 use zipwire_codec::{decompress, Format, Limits};
+use zipwire_testkit::child::Running;
+use zipwire_testkit::origin::{self, Connection};
 
 fn zipwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zipwire"))
@@ -22,59 +23,16 @@ fn page() -> Vec<u8> {
 
 /// An origin that answers every request with `page()` as text/html, then closes.
 fn origin() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind origin");
-    let addr = listener.local_addr().expect("origin address");
-    thread::spawn(move || {
-        for stream in listener.incoming().take(16) {
-            let Ok(mut stream) = stream else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            let body = page();
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
-            let _ = stream.write_all(&body);
-        }
-    });
-    addr
-}
-
-/// Reads the proxy's log until its "proxy listening" line and returns the address in it (the
-/// proxy binds port 0, so no other test can race for the port).
-fn listening_addr(stderr: &mut impl BufRead) -> SocketAddr {
-    for line in stderr.lines() {
-        let line = line.expect("log line");
-        if let Some(at) = line.find("local_addr=") {
-            let addr: String = line[at + "local_addr=".len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-                .collect();
-            return addr.parse().expect("an address in the log line");
-        }
-    }
-    panic!("the proxy exited before it listened");
-}
-
-/// Kills the child if a test fails before it is reaped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    origin::serve("text/html", &page(), Connection::Close)
 }
 
 #[test]
 fn proxy_serves_gzip_and_stops_on_sigterm() {
     let upstream = origin();
-    let child = zipwire()
-        .args([
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Port 0, the bound address read back from the log: no other test can race for it.
+    let proxy = Running::start(
+        zipwire().args([
             "proxy",
             "--listen",
             "127.0.0.1:0",
@@ -83,23 +41,10 @@ fn proxy_serves_gzip_and_stops_on_sigterm() {
             // One thread runs on a current-thread runtime (the demo test covers several).
             "--threads",
             "1",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start zipwire proxy");
-    let mut proxy = Running(child);
-    let stderr = proxy.0.stderr.take().expect("piped stderr");
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    // Keep draining the log after the address so the proxy never blocks on a full pipe.
-    thread::spawn(move || {
-        let mut reader = BufReader::new(stderr);
-        let _ = addr_tx.send(listening_addr(&mut reader));
-        let _ = std::io::copy(&mut reader, &mut std::io::sink());
-    });
-    let listen = addr_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("proxy listening");
+        ]),
+        &dir.path().join("proxy.log"),
+    );
+    let listen = proxy.addr("proxy listening", "local_addr=");
 
     // Ask for the page on a connection that closes after it (the body comes chunked: HTTP/1.0
     // clients get no compression).
@@ -132,24 +77,7 @@ fn proxy_serves_gzip_and_stops_on_sigterm() {
     assert!(gzipped.len() < page().len() / 3, "compressed");
 
     // SIGTERM: graceful shutdown, exit status 0.
-    let pid = proxy.0.id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = proxy.0.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "proxy did not stop after SIGTERM"
-        );
-        thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "{status}");
+    proxy.terminate();
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod tunnel_support;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tunnel_support::*;
@@ -56,7 +56,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
 
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
     let target = echo_target();
-    let server = Running::start(
+    let server = start(
         &[
             "tunnel",
             "server",
@@ -74,11 +74,10 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
         &dir.path().join("server.log"),
     );
     // Port 0 for both ends, the bound address read from each ready line.
-    server.wait_for("tunnel server ready");
     let server_addr = listen_addr(&server);
 
     // A good client carries the bytes and reports its counters on SIGUSR1.
-    let client = Running::start(
+    let client = start(
         &[
             "tunnel",
             "client",
@@ -93,29 +92,23 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
         ],
         &dir.path().join("client.log"),
     );
-    client.wait_for("tunnel client ready");
     let client_addr = listen_addr(&client);
     let data: Vec<u8> = (0..2_000_000u32)
         .map(|i| b"zipwire tunnel "[i as usize % 15])
         .collect();
     assert!(exchange(&client_addr, &data).unwrap() == data);
-    let status = Command::new("kill")
-        .args(["-USR1", &client.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    client.signal("USR1");
     let log = client.wait_for("compress outgoing: raw data 2000000, compressed ");
 
     // A client with the wrong token: nothing comes back, and the server says why.
     std::fs::write(dir.path().join("wrong"), "not-the-token-but-long-enough\n").unwrap();
     let wrong = dir.path().join("wrong").to_string_lossy().into_owned();
-    let bad_addr = free_port();
-    let bad = Running::start(
+    let bad = start(
         &[
             "tunnel",
             "client",
             "--listen",
-            &bad_addr,
+            "127.0.0.1:0",
             "--server",
             &server_addr,
             "--pin",
@@ -125,7 +118,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
         ],
         &dir.path().join("bad.log"),
     );
-    bad.wait_for("tunnel client ready");
+    let bad_addr = listen_addr(&bad);
     let back = exchange(&bad_addr, b"let me in").unwrap_or_default();
     assert!(back.is_empty());
     server.wait_for("authentication failed: wrong token");
@@ -173,8 +166,7 @@ fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, S
     let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
     args.extend(["--cert", &cert, "--key", &key, "--token-file", &token]);
     args.extend(extra);
-    let server = Running::start(&args, &dir.join("server.log"));
-    server.wait_for("tunnel server ready");
+    let server = start(&args, &dir.join("server.log"));
     let server_addr = listen_addr(&server);
     let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
     args.extend([
@@ -186,8 +178,7 @@ fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, S
         &token,
     ]);
     args.extend(extra);
-    let client = Running::start(&args, &dir.join("client.log"));
-    client.wait_for("tunnel client ready");
+    let client = start(&args, &dir.join("client.log"));
     let client_addr = listen_addr(&client);
     (server, client, client_addr)
 }
@@ -219,30 +210,9 @@ fn read_and_terminate(stream: &mut TcpStream, victim: &Running) -> (u64, std::io
             Err(e) => return (total, Err(e)),
         }
         if !signalled && total >= 16 << 20 {
-            let pid = victim.child.id().to_string();
-            assert!(Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success());
+            victim.signal("TERM");
             signalled = true;
         }
-    }
-}
-
-/// Waits for the process to exit by itself.
-fn exits(running: &mut Running) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = running.child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running:\n{}",
-            running.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -251,7 +221,7 @@ fn sigterm_to_the_server_cuts_the_target_s_stream_with_an_error_not_an_end() {
     let dir = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let target = listener.local_addr().unwrap().to_string();
-    let (mut server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let (server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
     let mut app = TcpStream::connect(&client_addr).unwrap();
     std::thread::spawn(move || send_a_gibibyte(&mut app));
     let (mut received, _) = listener.accept().unwrap();
@@ -259,7 +229,7 @@ fn sigterm_to_the_server_cuts_the_target_s_stream_with_an_error_not_an_end() {
     assert!(total < 1 << 30, "the whole transfer went through");
     let error = end.expect_err("the target saw a clean end of a cut stream");
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
-    assert!(exits(&mut server).success());
+    assert!(server.exits().success());
     assert!(
         server.log().contains("shutdown cut 1 forwarded connection"),
         "{}",
@@ -277,13 +247,13 @@ fn sigterm_to_the_client_cuts_the_application_s_stream_with_an_error_not_an_end(
             send_a_gibibyte(&mut stream);
         }
     });
-    let (_server, mut client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let (_server, client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
     let mut app = TcpStream::connect(&client_addr).unwrap();
     let (total, end) = read_and_terminate(&mut app, &client);
     assert!(total < 1 << 30, "the whole transfer went through");
     let error = end.expect_err("the application saw a clean end of a cut stream");
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
-    assert!(exits(&mut client).success());
+    assert!(client.exits().success());
     assert!(
         client.log().contains("shutdown cut 1 forwarded connection"),
         "{}",
@@ -293,20 +263,14 @@ fn sigterm_to_the_client_cuts_the_application_s_stream_with_an_error_not_an_end(
 
 /// Runs `zipwire args` under `sh -c 'ulimit -n LIMIT; exec ...'`.
 fn start_limited(limit: u32, args: &[&str], log: &Path) -> Running {
-    let file = std::fs::File::create(log).unwrap();
-    let child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
-        .arg(BIN)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    Running {
-        child,
-        log: log.to_owned(),
-    }
+    Running::start(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+            .arg(BIN)
+            .args(args),
+        log,
+    )
 }
 
 /// Keys in `dir/keys`; returns the pin and a path maker.
@@ -354,20 +318,18 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
     // Well under the client's 10 s handshake timeout, which is what a kept-out client hits;
     // 1 s is tight for a TLS login through two processes on a loaded 2-core machine.
     for (limit, served_within) in [(200, Duration::from_secs(5)), (40, Duration::from_secs(15))] {
-        let server_addr = free_port();
-        let args = server_args(&server_addr, &target, &path);
+        let args = server_args("127.0.0.1:0", &target, &path);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let log = dir.path().join(format!("server-{limit}.log"));
         let server = start_limited(limit, &args, &log);
-        server.wait_for("tunnel server ready");
+        let server_addr = listen_addr(&server);
         let token = path("token");
-        let client_addr = free_port();
-        let client = Running::start(
+        let client = start(
             &[
                 "tunnel",
                 "client",
                 "--listen",
-                &client_addr,
+                "127.0.0.1:0",
                 "--server",
                 &server_addr,
                 "--pin",
@@ -377,7 +339,7 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
             ],
             &dir.path().join(format!("client-{limit}.log")),
         );
-        client.wait_for("tunnel client ready");
+        let client_addr = listen_addr(&client);
         let flooded = Instant::now();
         let flood = half_open(&server_addr, 300);
         assert!(flood.len() >= 290, "{} half-open connections", flood.len());
@@ -411,12 +373,11 @@ fn a_flood_from_one_address_evicts_only_its_own_connections() {
     let dir = tempfile::tempdir().unwrap();
     let (_pin, path) = keygen(dir.path());
     let target = echo_target();
-    let addr = free_port();
-    let mut args = server_args(&addr, &target, &path);
+    let mut args = server_args("127.0.0.1:0", &target, &path);
     args.extend(["--max-startups".to_owned(), "8".to_owned()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Running::start(&args, &dir.path().join("server.log"));
-    server.wait_for("tunnel server ready");
+    let server = start(&args, &dir.path().join("server.log"));
+    let addr = listen_addr(&server);
     // A client that has connected and not yet sent its TLS hello (one far away), from
     // 127.0.0.2; then a flood of 100 that never start TLS, from 127.0.0.1.
     let to: std::net::SocketAddr = addr.parse().unwrap();
@@ -469,19 +430,6 @@ fn is_closed(mut stream: &TcpStream) -> bool {
     )
 }
 
-/// The address a server's log says it listens on.
-fn listen_addr(server: &Running) -> String {
-    server
-        .log()
-        .lines()
-        .find_map(|l| {
-            l.split("listen=")
-                .nth(1)
-                .map(|a| a.split_whitespace().next().unwrap_or("").to_owned())
-        })
-        .unwrap()
-}
-
 #[test]
 fn a_client_that_only_connects_is_no_failed_authentication() {
     let dir = tempfile::tempdir().unwrap();
@@ -516,7 +464,7 @@ fn weak_tokens_exposed_keys_and_help_are_spelled_out() {
             "tunnel",
             "server",
             "--listen",
-            &free_port(),
+            "127.0.0.1:0",
             "--forward",
             &target,
             "--cert",
@@ -533,12 +481,12 @@ fn weak_tokens_exposed_keys_and_help_are_spelled_out() {
     };
     let args = server_args(&short, &[]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut refused = Running::start(&args, &dir.path().join("refused.log"));
-    assert!(!exits(&mut refused).success());
+    let refused = start(&args, &dir.path().join("refused.log"));
+    assert!(!refused.exits().success());
     assert!(refused.log().contains("fewer than 16"), "{}", refused.log());
     let args = server_args(&short, &["--allow-weak-token"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let weak = Running::start(&args, &dir.path().join("weak.log"));
+    let weak = start(&args, &dir.path().join("weak.log"));
     let log = weak.wait_for("tunnel server ready");
     assert!(
         log.contains("private key file is readable by others"),
@@ -595,18 +543,17 @@ fn scrape(admin: &str, series: &str) -> f64 {
 fn the_admin_listener_s_metrics_count_the_tunnel_s_traffic() {
     let dir = tempfile::tempdir().unwrap();
     let (pin, path) = keygen(dir.path());
-    let (server_addr, client_addr, admin) = (free_port(), free_port(), free_port());
-    let args = server_args(&server_addr, &echo_target(), &path);
+    let args = server_args("127.0.0.1:0", &echo_target(), &path);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Running::start(&args, &dir.path().join("server.log"));
-    server.wait_for("tunnel server ready");
+    let server = start(&args, &dir.path().join("server.log"));
+    let server_addr = listen_addr(&server);
     let token = path("token");
-    let client = Running::start(
+    let client = start(
         &[
             "tunnel",
             "client",
             "--listen",
-            &client_addr,
+            "127.0.0.1:0",
             "--server",
             &server_addr,
             "--pin",
@@ -614,11 +561,12 @@ fn the_admin_listener_s_metrics_count_the_tunnel_s_traffic() {
             "--token-file",
             &token,
             "--admin",
-            &admin,
+            "127.0.0.1:0",
         ],
         &dir.path().join("client.log"),
     );
-    client.wait_for("tunnel client ready");
+    let client_addr = listen_addr(&client);
+    let admin = admin_addr(&client);
     let series = "zipwire_tunnel_raw_bytes_total{direction=\"outgoing\"}";
     let before = scrape(&admin, series);
     let data = vec![b'z'; 300_000];

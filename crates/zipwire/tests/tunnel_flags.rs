@@ -49,8 +49,8 @@ fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, St
     args.extend(["--forward", &target, "--cert", &cert, "--key", &key]);
     args.extend(["--token-file", &token]);
     args.extend(server);
-    let server = Running::start(&args, &dir.join("server.log"));
-    let server_addr = listen_addr(&server.wait_for("tunnel server ready"));
+    let server = start(&args, &dir.join("server.log"));
+    let server_addr = listen_addr(&server);
     let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
     args.extend([
         "--server",
@@ -61,8 +61,8 @@ fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, St
         &token,
     ]);
     args.extend(client);
-    let client = Running::start(&args, &dir.join("client.log"));
-    let client_addr = listen_addr(&client.wait_for("tunnel client ready"));
+    let client = start(&args, &dir.join("client.log"));
+    let client_addr = listen_addr(&client);
     (server, client, client_addr)
 }
 
@@ -243,16 +243,12 @@ fn both_ends_raise_their_open_files_limit_and_ride_out_sighup() {
     let dir = tempfile::tempdir().unwrap();
     let (server, client, client_addr) = tunnel(dir.path(), &[], &[]);
     for end in [&server, &client] {
-        let (soft, hard) = open_files(end.child.id());
+        let (soft, hard) = open_files(end.pid());
         assert_eq!(soft, hard, "soft limit left at {soft} (hard {hard})");
     }
     // SIGHUP (a service manager's reload) is logged and ignored: the tunnel goes on.
     for end in [&server, &client] {
-        let status = Command::new("kill")
-            .args(["-HUP", &end.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        end.signal("HUP");
         end.wait_for("SIGHUP ignored");
     }
     let data = text(300_000);

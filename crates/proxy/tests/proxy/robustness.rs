@@ -310,17 +310,32 @@ async fn an_ipv4_and_an_ipv6_wildcard_share_one_port() {
         return;
     }
     let origin = Origin::start().await;
-    let port = std::net::TcpListener::bind("0.0.0.0:0")
-        .and_then(|probe| probe.local_addr())
-        .expect("a free port")
-        .port();
-    let proxy = Proxy::start(vec![origin.upstream()], |config| {
-        config.listen = vec![
-            format!("0.0.0.0:{port}").parse().expect("valid"),
-            format!("[::]:{port}").parse().expect("valid"),
-        ];
-    })
-    .await;
+    // One port for both, so it is picked here: free a moment ago, and another one when a
+    // parallel test took it meanwhile (then a bind fails and nothing else is listened on, so
+    // the retry is race-free). A proxy that cannot bind the pair fails every attempt.
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 1;
+    let (proxy, port) = loop {
+        let port = std::net::TcpListener::bind("0.0.0.0:0")
+            .and_then(|probe| probe.local_addr())
+            .expect("a free port")
+            .port();
+        let started = Proxy::try_start(vec![origin.upstream()], |config| {
+            config.listen = vec![
+                format!("0.0.0.0:{port}").parse().expect("valid"),
+                format!("[::]:{port}").parse().expect("valid"),
+            ];
+        })
+        .await;
+        match started {
+            Ok(proxy) => break (proxy, port),
+            Err(ProxyError::Bind { .. }) if attempt < ATTEMPTS => attempt += 1,
+            Err(error) => panic!(
+                "attempt {attempt}: {error}: {:?}",
+                std::error::Error::source(&error)
+            ),
+        }
+    };
     let client = client();
     for host in ["127.0.0.1", "[::1]"] {
         let url = format!("http://{host}:{port}/small.txt");

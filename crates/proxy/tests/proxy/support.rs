@@ -459,11 +459,19 @@ pub struct Proxy {
 impl Proxy {
     /// Starts a proxy in front of `upstreams`, with short timeouts, after `adjust`.
     pub async fn start(upstreams: Vec<Upstream>, adjust: impl FnOnce(&mut ProxyConfig)) -> Proxy {
+        Proxy::try_start(upstreams, adjust)
+            .await
+            .expect("bind proxy")
+    }
+
+    /// [`Proxy::start`], or the error binding its listeners gave.
+    pub async fn try_start(
+        upstreams: Vec<Upstream>,
+        adjust: impl FnOnce(&mut ProxyConfig),
+    ) -> Result<Proxy, ProxyError> {
         let config = Proxy::config(upstreams, adjust);
-        Proxy::serve(
-            Server::bind(config).await.expect("bind proxy"),
-            &tokio::runtime::Handle::current(),
-        )
+        let server = Server::bind(config).await?;
+        Ok(Proxy::serve(server, &tokio::runtime::Handle::current()))
     }
 
     /// [`Proxy::start`], but the proxy runs on a runtime of its own with one worker thread

@@ -1,9 +1,10 @@
 //! Headless Chromium (Debian's `chromium`) run as a command, for `--screenshot`.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use zipwire_testkit::child::Running;
 
 /// Longest a Chromium run may take before the test fails (a loaded 2-core machine included).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -45,10 +46,8 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 
 /// What a Chromium run printed.
 pub struct Output {
-    /// Standard output.
-    pub stdout: String,
-    /// Standard error, for failure messages.
-    pub stderr: String,
+    /// Standard output and error together, for failure messages.
+    pub log: String,
 }
 
 impl Chromium {
@@ -82,49 +81,23 @@ impl Chromium {
     /// no GPU, no QUIC (the proxy speaks TCP only), and none of the background connections
     /// that a closed network refuses; the certificate is the test's own self-signed one.
     fn run(&self, args: &[&str]) -> Output {
-        let profile = tempfile::tempdir().expect("a temporary profile directory");
-        let mut child = Command::new(&self.path)
-            .args(Self::FLAGS)
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.path.display()));
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
-        });
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait for chromium") {
-                break status;
-            }
-            if started.elapsed() > RUN_LIMIT {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = err.join().unwrap_or_default();
-                panic!("chromium ran past {RUN_LIMIT:?}; its stderr:\n{stderr}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let output = Output {
-            stdout: out.join().unwrap_or_default(),
-            stderr: err.join().unwrap_or_default(),
-        };
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let child = Running::start(
+            Command::new(&self.path)
+                .args(Self::FLAGS)
+                .arg(format!(
+                    "--user-data-dir={}",
+                    dir.path().join("profile").display()
+                ))
+                .args(args),
+            &dir.path().join("chromium.log"),
+        );
+        let status = child.exits_within(RUN_LIMIT);
+        let output = Output { log: child.log() };
         assert!(
             status.success(),
-            "chromium failed ({status}); its stderr:\n{}",
-            output.stderr
+            "chromium failed ({status}); its output:\n{}",
+            output.log
         );
         output
     }

@@ -3,45 +3,27 @@
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-/// How long the proxy may take to listen (a loaded 2-core machine included).
-const START_LIMIT: Duration = Duration::from_secs(20);
+use zipwire_testkit::child::Running;
 
 /// A running proxy, stopped when dropped.
 pub struct Proxy {
-    child: Child,
+    /// Declared before `_dir`: the process ends before its log's directory goes.
+    child: Running,
     /// The cleartext listener (HTTP/1.1).
     pub listen: SocketAddr,
     /// The TLS listener (ALPN h2 and http/1.1).
     pub tls: SocketAddr,
     /// The admin listener (/stats).
     pub admin: SocketAddr,
-    log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-/// Where the proxy's log says a listener is bound: the address after `key=` on the first
-/// line holding `needle`.
-fn logged_addr(log: &str, needle: &str, key: &str) -> Option<SocketAddr> {
-    let line = log.lines().find(|line| line.contains(needle))?;
-    let at = line.find(key)? + key.len();
-    line[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-        .collect::<String>()
-        .parse()
-        .ok()
-}
-
-fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_zipwire"))
-}
-
 impl Proxy {
-    /// Starts the proxy in front of `origin` and waits until both listeners accept.
+    /// Starts the proxy in front of `origin` and waits until its log says where each
+    /// listener is bound.
     pub fn start(origin: SocketAddr) -> Result<Proxy, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let certified = rcgen::generate_simple_self_signed(vec![
@@ -62,62 +44,33 @@ impl Proxy {
         // Port 0 for every listener, each bound address read back from the log: no port is
         // released and bound again, where a parallel test could take it.
         let any = "127.0.0.1:0";
-        let log = dir.path().join("proxy.log");
-        let log_file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-        let child = binary()
-            .arg("proxy")
-            .args(["--listen", any])
-            .args(["--tls-listen", any])
-            .arg("--tls-cert")
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .args(["--upstream", &format!("http://{origin}")])
-            .args(["--admin", any])
-            .args(["--encodings", "zstd,br,gzip"])
-            .args(["--threads", "2"])
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log_file)
-            .spawn()
-            .map_err(|e| format!("cannot start zipwire: {e}"))?;
-        let unbound: SocketAddr = any.parse().expect("valid");
-        let mut proxy = Proxy {
+        let child = Running::start(
+            Command::new(env!("CARGO_BIN_EXE_zipwire"))
+                .arg("proxy")
+                .args(["--listen", any])
+                .args(["--tls-listen", any])
+                .arg("--tls-cert")
+                .arg(&cert)
+                .arg("--tls-key")
+                .arg(&key)
+                .args(["--upstream", &format!("http://{origin}")])
+                .args(["--admin", any])
+                .args(["--encodings", "zstd,br,gzip"])
+                .args(["--threads", "2"]),
+            &dir.path().join("proxy.log"),
+        );
+        Ok(Proxy {
+            listen: child.addr("tls=false", "local_addr="),
+            tls: child.addr("tls=true", "local_addr="),
+            admin: child.addr("admin listening", "addr="),
             child,
-            listen: unbound,
-            tls: unbound,
-            admin: unbound,
-            log,
             _dir: dir,
-        };
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(status)) = proxy.child.try_wait() {
-                return Err(format!("zipwire proxy exited ({status}):\n{}", proxy.log()));
-            }
-            let text = proxy.log();
-            let bound = (
-                logged_addr(&text, "tls=false", "local_addr="),
-                logged_addr(&text, "tls=true", "local_addr="),
-                logged_addr(&text, "admin listening", "addr="),
-            );
-            if let (Some(listen), Some(tls), Some(admin)) = bound {
-                (proxy.listen, proxy.tls, proxy.admin) = (listen, tls, admin);
-                return Ok(proxy);
-            }
-            if started.elapsed() > START_LIMIT {
-                return Err(format!(
-                    "zipwire proxy did not log its listeners within {START_LIMIT:?}:\n{}",
-                    proxy.log()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        })
     }
 
     /// What the proxy has logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.child.log()
     }
 
     /// The admin listener's `/stats` document.
@@ -142,12 +95,5 @@ impl Proxy {
             .unwrap_or_else(|| panic!("no end of head in the stats response: {response}"));
         assert!(head.starts_with("HTTP/1.1 200"), "/stats answered: {head}");
         serde_json::from_str(body).unwrap_or_else(|e| panic!("/stats is not JSON ({e}): {body}"))
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
