@@ -142,8 +142,11 @@ fn held_by_malloc(make: impl FnOnce() -> BodyEncoder) -> (usize, usize) {
     let (after, live_after) = (in_use(), LIVE.load(Ordering::Relaxed));
     let reported = encoder_ref.memory();
     drop(encoder);
-    let rust = (live_after - live_before).max(0) as usize;
-    (after.saturating_sub(before).saturating_sub(rust), reported)
+    // Signed: another thread may free Rust allocations meanwhile (a finished test's buffers),
+    // which lowers both figures alike.
+    let malloc = after as isize - before as isize;
+    let rust = live_after - live_before;
+    ((malloc - rust).max(0) as usize, reported)
 }
 
 #[test]
