@@ -56,12 +56,16 @@ echo "# after:  $AFTER"
 echo "# $ROUNDS rounds, ${DURATION}s per run, alternating; medians over rounds of hits/s and of"
 echo "# the proxy's peak RSS (MiB), and of each round's after/before ratio"
 echo
+echo "| mode | row | hits/s before | hits/s after | after/before | RSS before | RSS after | after/before |"
+echo "|---|---|--:|--:|--:|--:|--:|--:|"
 # Rows are matched by mode and their own label fields (the 1st to 3rd of proxy.sh's row).
 awk -F'\t' '
     # MODE=h2 rows: proxy, coding, hits/s, BW in, BW out, ratio, RSS, then three columns
     # against HAProxy; the other modes: proxy, conns, file, hits/s, ..., RSS last.
     $2 == "h2" { key = $2 "\t" $4 " " $5; h = $6; m = $10 }
     $2 != "h2" { key = $2 "\t" $4 " " $5 " " $6; h = $7; m = $NF }
+    # The label row of each run (its hits/s cell is a heading) is no result.
+    h !~ /^[0-9.]+$/ { next }
     { seen[key] = 1; hits[key, $1, $3] = h; rss[key, $1, $3] = m
       if ($1 + 1 > rounds) rounds = $1 + 1 }
     function median(a, n,   i, j, t) {
@@ -69,8 +73,6 @@ awk -F'\t' '
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     END {
-        printf "| mode | row | hits/s before | hits/s after | after/before | RSS before | RSS after | after/before |\n"
-        printf "|---|---|--:|--:|--:|--:|--:|--:|\n"
         for (key in seen) {
             n = 0; split("", hr); split("", rr); split("", hb); split("", ha); split("", rb); split("", ra)
             for (r = 0; r < rounds; r++) {

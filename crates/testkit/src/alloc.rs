@@ -5,9 +5,15 @@
 //!
 //! A test binary installs the allocator with
 //!
-//! ```ignore
+//! ```
 //! #[global_allocator]
 //! static COUNTING: zipwire_testkit::alloc::Counting = zipwire_testkit::alloc::Counting;
+//! # fn main() {
+//! #     let before = zipwire_testkit::alloc::live();
+//! #     let held = vec![0u8; 1 << 20];
+//! #     assert!(zipwire_testkit::alloc::live() - before >= 1 << 20);
+//! #     drop(held);
+//! # }
 //! ```
 //!
 //! and reads [`live`] and [`peak`] around what it measures.

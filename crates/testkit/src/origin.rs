@@ -1,14 +1,74 @@
-//! A blocking origin server for tests that run a proxy as a process: every request gets the
-//! same `200 OK`, on a thread per connection, on a port the kernel picked (port 0, kept
-//! bound for as long as the test process runs).
+//! Origin servers for tests, on ports the kernel picked (port 0, read back):
 //!
-//! The proxy crate's own tests and the browser tests have richer origins of their own (paths,
-//! streamed and failing bodies, a WebSocket echo); this one is for a test that only needs
-//! something behind the proxy.
+//! - [`serve`]: a blocking origin for tests that run a proxy as a process; every request gets
+//!   the same `200 OK`, on a thread per connection.
+//! - [`AcceptLoop`]: the accept loop of an async origin, each connection handed to the test's
+//!   own handler on a task of its own. The proxy crate's origin (paths, streamed and failing
+//!   bodies, over hyper) and the browser tests' (a page and a WebSocket echo, by hand) are
+//!   handlers on it: what differs between them is what they answer, not how they listen.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// An async accept loop: every connection accepted on its listener goes to a handler on a
+/// task of its own, and is counted. Dropping it stops accepting (connections already handed
+/// over run on).
+#[derive(Debug)]
+pub struct AcceptLoop {
+    addr: SocketAddr,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicUsize>,
+    task: tokio::task::AbortHandle,
+}
+
+impl AcceptLoop {
+    /// Accepts on `listener`, calling `handle` with each connection, on the runtime of the
+    /// caller's context.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, or when the listener has no local address.
+    pub fn spawn<F, Fut>(listener: tokio::net::TcpListener, handle: F) -> AcceptLoop
+    where
+        F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let addr = listener.local_addr().expect("the origin's address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                // A failed accept (a connection reset before it was taken, descriptors out)
+                // leaves the listener as it was: the next one may succeed.
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::task::yield_now().await;
+                    continue;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(handle(stream));
+            }
+        });
+        AcceptLoop {
+            addr,
+            connections,
+            task: task.abort_handle(),
+        }
+    }
+
+    /// The address the listener is bound to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for AcceptLoop {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
 
 /// Whether the origin keeps a connection open after a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +132,48 @@ fn answer(stream: &TcpStream, response: &[u8], connection: Connection) {
 mod tests {
     use super::*;
     use std::io::Read;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    #[test]
+    fn the_accept_loop_hands_each_connection_over_and_stops_when_dropped() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let origin = AcceptLoop::spawn(listener, |mut stream| async move {
+                let _ = stream.write_all(b"hi").await;
+            });
+            for n in 1..=2 {
+                let mut stream = tokio::net::TcpStream::connect(origin.addr())
+                    .await
+                    .expect("connect");
+                let mut text = Vec::new();
+                stream.read_to_end(&mut text).await.expect("read");
+                assert_eq!(text, b"hi");
+                assert_eq!(origin.connections.load(Ordering::SeqCst), n);
+            }
+            let addr = origin.addr();
+            drop(origin);
+            // The listener goes with the loop once the runtime has dropped the aborted task:
+            // nothing accepts there any more.
+            let mut closed = false;
+            for _ in 0..100 {
+                if tokio::net::TcpStream::connect(addr).await.is_err() {
+                    closed = true;
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert!(
+                closed,
+                "the listener still accepts after the loop was dropped"
+            );
+        });
+    }
 
     #[test]
     fn every_request_gets_the_body() {

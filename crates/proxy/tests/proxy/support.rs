@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zipwire_codec::{Format, Level, Limits};
 use zipwire_proxy::{Counters, Hurry, ProxyConfig, ProxyError, Server, Throttle, Upstream};
+use zipwire_testkit::origin::AcceptLoop;
 
 /// How long the pausing fixtures pause.
 pub const PAUSE: Duration = Duration::from_millis(1_500);
@@ -114,7 +115,8 @@ fn flate2_decode(mut decoder: impl io::Read) -> Vec<u8> {
 
 type OriginBody = http_body_util::combinators::UnsyncBoxBody<Bytes, io::Error>;
 
-/// An origin server on 127.0.0.1:0 serving the fixtures below.
+/// An origin server on 127.0.0.1:0 serving the fixtures below: testkit's accept loop with
+/// hyper's HTTP/1 server on each connection.
 pub struct Origin {
     pub addr: SocketAddr,
     /// Connections accepted so far.
@@ -123,7 +125,7 @@ pub struct Origin {
     pub hits: Arc<AtomicUsize>,
     /// The headers of the last request received.
     pub last_headers: Arc<Mutex<Option<HeaderMap>>>,
-    task: JoinHandle<()>,
+    _accept: AcceptLoop,
 }
 
 impl Origin {
@@ -133,37 +135,29 @@ impl Origin {
 
     /// The origin on a listener the caller made.
     pub fn serve(listener: TcpListener) -> Origin {
-        let addr = listener.local_addr().expect("origin address");
-        let connections = Arc::new(AtomicUsize::new(0));
         let hits = Arc::new(AtomicUsize::new(0));
         let last_headers = Arc::new(Mutex::new(None));
-        let state = (connections.clone(), hits.clone(), last_headers.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                state.0.fetch_add(1, Ordering::SeqCst);
-                let hits = state.1.clone();
-                let last = state.2.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        hits.fetch_add(1, Ordering::SeqCst);
-                        *last.lock().expect("not poisoned") = Some(request.headers().clone());
-                        async move { Ok::<_, Infallible>(fixture(request).await) }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+        let state = (hits.clone(), last_headers.clone());
+        let accept = AcceptLoop::spawn(listener, move |stream| {
+            let hits = state.0.clone();
+            let last = state.1.clone();
+            async move {
+                let service = service_fn(move |request: Request<Incoming>| {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                    *last.lock().expect("not poisoned") = Some(request.headers().clone());
+                    async move { Ok::<_, Infallible>(fixture(request).await) }
                 });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             }
         });
         Origin {
-            addr,
-            connections,
+            addr: accept.addr(),
+            connections: accept.connections.clone(),
             hits,
             last_headers,
-            task,
+            _accept: accept,
         }
     }
 
@@ -177,12 +171,6 @@ impl Origin {
             .expect("not poisoned")
             .clone()
             .expect("the origin got a request")
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

@@ -11,6 +11,7 @@ use base64::Engine as _;
 use sha1::{Digest as _, Sha1};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use zipwire_testkit::origin::AcceptLoop;
 
 use super::page::Site;
 
@@ -28,10 +29,11 @@ pub struct Seen {
     pub echoed: Vec<String>,
 }
 
-/// A running origin.
+/// A running origin: testkit's accept loop with this file's HTTP/1.1 and WebSocket handler.
 pub struct Origin {
-    addr: SocketAddr,
     seen: Arc<Mutex<Seen>>,
+    // Declared before the runtime, so the loop is stopped before its runtime goes.
+    accept: AcceptLoop,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -49,11 +51,6 @@ impl Origin {
             .enable_all()
             .build()
             .expect("a tokio runtime");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
         let seen = Arc::new(Mutex::new(Seen::default()));
         let files = Arc::new(Files {
             index: site.index(),
@@ -61,26 +58,28 @@ impl Origin {
             js: site.js(),
         });
         let shared = seen.clone();
-        runtime.spawn(async move {
-            let listener = TcpListener::from_std(listener).expect("tokio listener");
-            while let Ok((stream, _)) = listener.accept().await {
+        let accept = runtime.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind 127.0.0.1:0");
+            AcceptLoop::spawn(listener, move |stream| {
                 let (files, seen) = (files.clone(), shared.clone());
-                tokio::spawn(async move {
+                async move {
                     // A connection that breaks the protocol is just closed.
                     let _ = connection(stream, &files, &seen).await;
-                });
-            }
+                }
+            })
         });
         Origin {
-            addr,
             seen,
+            accept,
             _runtime: runtime,
         }
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.accept.addr()
     }
 
     /// Runs `f` on what the origin has seen so far.
