@@ -9,7 +9,6 @@ mod tunnel_support;
 
 use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +19,7 @@ use browser_support::origin::Origin;
 use browser_support::page::Site;
 use browser_support::png;
 use browser_support::proxy::Proxy;
-use tunnel_support::{admin_addr, echo_target, listen_addr, start, BIN};
+use tunnel_support::{admin_addr, echo_target, pair};
 
 /// Longest the page may take to show its first updates (Chromium's start included).
 const FIRST_UPDATES: Duration = Duration::from_secs(30);
@@ -275,52 +274,7 @@ fn the_tunnel_dashboard_shows_what_stats_reports() {
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let keys = dir.path().join("keys");
-    let keygen = Command::new(BIN)
-        .args(["tunnel", "keygen", "--out"])
-        .arg(&keys)
-        .output()
-        .expect("zipwire tunnel keygen");
-    assert!(keygen.status.success(), "keygen failed");
-    let pin = String::from_utf8_lossy(&keygen.stdout).trim().to_owned();
-    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
-    let target = echo_target();
-    let server = start(
-        &[
-            "tunnel",
-            "server",
-            "--listen",
-            "127.0.0.1:0",
-            "--forward",
-            &target,
-            "--cert",
-            &path("cert.pem"),
-            "--key",
-            &path("key.pem"),
-            "--token-file",
-            &path("token"),
-        ],
-        &dir.path().join("server.log"),
-    );
-    let server_addr = listen_addr(&server);
-    let client = start(
-        &[
-            "tunnel",
-            "client",
-            "--listen",
-            "127.0.0.1:0",
-            "--server",
-            &server_addr,
-            "--pin",
-            &pin,
-            "--token-file",
-            &path("token"),
-            "--admin",
-            "0",
-        ],
-        &dir.path().join("client.log"),
-    );
-    let client_addr = listen_addr(&client);
+    let (_server, client, client_addr) = pair(dir.path(), &echo_target(), &[], &["--admin", "0"]);
     let admin = admin_addr(&client);
 
     let (stop, done) = (

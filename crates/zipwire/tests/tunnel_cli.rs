@@ -57,20 +57,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
     let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
     let target = echo_target();
     let server = start(
-        &[
-            "tunnel",
-            "server",
-            "--listen",
-            "127.0.0.1:0",
-            "--forward",
-            &target,
-            "--cert",
-            &path("cert.pem"),
-            "--key",
-            &path("key.pem"),
-            "--token-file",
-            &path("token"),
-        ],
+        server_args("127.0.0.1:0", &target, &path),
         &dir.path().join("server.log"),
     );
     // Port 0 for both ends, the bound address read from each ready line.
@@ -78,18 +65,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
 
     // A good client carries the bytes and reports its counters on SIGUSR1.
     let client = start(
-        &[
-            "tunnel",
-            "client",
-            "--listen",
-            "127.0.0.1:0",
-            "--server",
-            &server_addr,
-            "--pin",
-            &pin,
-            "--token-file",
-            &path("token"),
-        ],
+        client_args(&server_addr, &pin, &path),
         &dir.path().join("client.log"),
     );
     let client_addr = listen_addr(&client);
@@ -104,7 +80,7 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
     std::fs::write(dir.path().join("wrong"), "not-the-token-but-long-enough\n").unwrap();
     let wrong = dir.path().join("wrong").to_string_lossy().into_owned();
     let bad = start(
-        &[
+        [
             "tunnel",
             "client",
             "--listen",
@@ -140,47 +116,6 @@ fn keygen_server_and_client_carry_bytes_and_refusals_are_logged() {
     let warned = server_log.matches("TLS handshake failed").count();
     assert!(warned <= 2, "{warned} warnings:\n{server_log}");
     assert!(!log.contains("panicked") && !server_log.contains("panicked"));
-}
-
-/// Keys from keygen, a server forwarding to `target` and a client, both running with
-/// `extra` flags; returns them and the client's address.
-fn tunnel_pair(dir: &Path, target: &str, extra: &[&str]) -> (Running, Running, String) {
-    let keys = dir.join("keys");
-    let out = Command::new(BIN)
-        .args(["tunnel", "keygen", "--out"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
-    // Port 0 for both ends, the bound address read from each ready line.
-    let mut args = vec![
-        "tunnel",
-        "server",
-        "--listen",
-        "127.0.0.1:0",
-        "--forward",
-        target,
-    ];
-    let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
-    args.extend(["--cert", &cert, "--key", &key, "--token-file", &token]);
-    args.extend(extra);
-    let server = start(&args, &dir.join("server.log"));
-    let server_addr = listen_addr(&server);
-    let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
-    args.extend([
-        "--server",
-        &server_addr,
-        "--pin",
-        &pin,
-        "--token-file",
-        &token,
-    ]);
-    args.extend(extra);
-    let client = start(&args, &dir.join("client.log"));
-    let client_addr = listen_addr(&client);
-    (server, client, client_addr)
 }
 
 /// Writes up to 1 GiB, generated as it goes, until the peer stops taking it.
@@ -221,7 +156,7 @@ fn sigterm_to_the_server_cuts_the_target_s_stream_with_an_error_not_an_end() {
     let dir = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let target = listener.local_addr().unwrap().to_string();
-    let (server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let (server, _client, client_addr) = pair(dir.path(), &target, &[], &[]);
     let mut app = TcpStream::connect(&client_addr).unwrap();
     std::thread::spawn(move || send_a_gibibyte(&mut app));
     let (mut received, _) = listener.accept().unwrap();
@@ -247,7 +182,7 @@ fn sigterm_to_the_client_cuts_the_application_s_stream_with_an_error_not_an_end(
             send_a_gibibyte(&mut stream);
         }
     });
-    let (_server, client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let (_server, client, client_addr) = pair(dir.path(), &target, &[], &[]);
     let mut app = TcpStream::connect(&client_addr).unwrap();
     let (total, end) = read_and_terminate(&mut app, &client);
     assert!(total < 1 << 30, "the whole transfer went through");
@@ -273,36 +208,6 @@ fn start_limited(limit: u32, args: &[&str], log: &Path) -> Running {
     )
 }
 
-/// Keys in `dir/keys`; returns the pin and a path maker.
-fn keygen(dir: &Path) -> (String, impl Fn(&str) -> String) {
-    let keys = dir.join("keys");
-    let out = Command::new(BIN)
-        .args(["tunnel", "keygen", "--out"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    (pin, move |name: &str| {
-        keys.join(name).to_string_lossy().into_owned()
-    })
-}
-
-/// `tunnel server` on `listen`, forwarding to `target`, with the keys `path` names.
-fn server_args(listen: &str, target: &str, path: &impl Fn(&str) -> String) -> Vec<String> {
-    let mut args: Vec<String> = ["tunnel", "server", "--listen", listen, "--forward", target]
-        .map(str::to_owned)
-        .to_vec();
-    for (flag, file) in [
-        ("--cert", "cert.pem"),
-        ("--key", "key.pem"),
-        ("--token-file", "token"),
-    ] {
-        args.extend([flag.to_owned(), path(file)]);
-    }
-    args
-}
-
 /// Opens `n` TCP connections to `addr` that never start TLS.
 fn half_open(addr: &str, n: usize) -> Vec<TcpStream> {
     (0..n)
@@ -323,20 +228,8 @@ fn a_flood_of_half_open_connections_does_not_keep_a_client_out() {
         let log = dir.path().join(format!("server-{limit}.log"));
         let server = start_limited(limit, &args, &log);
         let server_addr = listen_addr(&server);
-        let token = path("token");
         let client = start(
-            &[
-                "tunnel",
-                "client",
-                "--listen",
-                "127.0.0.1:0",
-                "--server",
-                &server_addr,
-                "--pin",
-                &pin,
-                "--token-file",
-                &token,
-            ],
+            client_args(&server_addr, &pin, &path),
             &dir.path().join(format!("client-{limit}.log")),
         );
         let client_addr = listen_addr(&client);
@@ -402,7 +295,7 @@ fn a_flood_from_one_address_evicts_only_its_own_connections() {
 fn a_burst_of_local_connections_does_not_evict_its_own_handshakes() {
     let dir = tempfile::tempdir().unwrap();
     let target = echo_target();
-    let (_server, _client, client_addr) = tunnel_pair(dir.path(), &target, &[]);
+    let (_server, _client, client_addr) = pair(dir.path(), &target, &[], &[]);
     // 300 at once, more than the server's 64 unauthenticated places: a client that ran every
     // handshake at once would have about a quarter reset.
     let threads: Vec<_> = (0..300)
@@ -434,7 +327,7 @@ fn is_closed(mut stream: &TcpStream) -> bool {
 fn a_client_that_only_connects_is_no_failed_authentication() {
     let dir = tempfile::tempdir().unwrap();
     let target = echo_target();
-    let (server, _client, _) = tunnel_pair(dir.path(), &target, &[]);
+    let (server, _client, _) = pair(dir.path(), &target, &[], &[]);
     let addr = listen_addr(&server);
     for _ in 0..3 {
         drop(TcpStream::connect(&addr).unwrap());
@@ -547,24 +440,9 @@ fn the_admin_listener_s_metrics_count_the_tunnel_s_traffic() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = start(&args, &dir.path().join("server.log"));
     let server_addr = listen_addr(&server);
-    let token = path("token");
-    let client = start(
-        &[
-            "tunnel",
-            "client",
-            "--listen",
-            "127.0.0.1:0",
-            "--server",
-            &server_addr,
-            "--pin",
-            &pin,
-            "--token-file",
-            &token,
-            "--admin",
-            "127.0.0.1:0",
-        ],
-        &dir.path().join("client.log"),
-    );
+    let mut args = client_args(&server_addr, &pin, &path);
+    args.extend(["--admin".to_owned(), "127.0.0.1:0".to_owned()]);
+    let client = start(&args, &dir.path().join("client.log"));
     let client_addr = listen_addr(&client);
     let admin = admin_addr(&client);
     let series = "zipwire_tunnel_raw_bytes_total{direction=\"outgoing\"}";

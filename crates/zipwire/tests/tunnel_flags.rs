@@ -33,37 +33,7 @@ fn exchange(addr: &str, data: &[u8]) -> Vec<u8> {
 /// A server forwarding to an echo target and a client, from fresh keys; `server` and
 /// `client` are each end's extra flags. Returns them and the client's address.
 fn tunnel(dir: &Path, server: &[&str], client: &[&str]) -> (Running, Running, String) {
-    let keys = dir.join("keys");
-    let out = Command::new(BIN)
-        .args(["tunnel", "keygen", "--out"])
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let pin = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let path = |name: &str| keys.join(name).to_string_lossy().into_owned();
-    let (cert, key, token) = (path("cert.pem"), path("key.pem"), path("token"));
-    // Port 0, the bound address read from each ready line.
-    let target = echo_target();
-    let mut args = vec!["tunnel", "server", "--listen", "127.0.0.1:0"];
-    args.extend(["--forward", &target, "--cert", &cert, "--key", &key]);
-    args.extend(["--token-file", &token]);
-    args.extend(server);
-    let server = start(&args, &dir.join("server.log"));
-    let server_addr = listen_addr(&server);
-    let mut args = vec!["tunnel", "client", "--listen", "127.0.0.1:0"];
-    args.extend([
-        "--server",
-        &server_addr,
-        "--pin",
-        &pin,
-        "--token-file",
-        &token,
-    ]);
-    args.extend(client);
-    let client = start(&args, &dir.join("client.log"));
-    let client_addr = listen_addr(&client);
-    (server, client, client_addr)
+    pair(dir, &echo_target(), server, client)
 }
 
 /// One method's line of the report: (method, blocks, raw bytes, the rest of the line).
