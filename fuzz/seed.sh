@@ -19,11 +19,11 @@ find "$src" -type f -size -8k | sort | while read -r file; do
     name=$(basename "$file")
     # gzip_header: a gzip member with the file name in its header, in the target's framed
     # form (an odd first byte stands for the magic and method, which the target puts back),
-    # so that mutations reach the flags and fields. Until 2026-11-27 the seeds were raw
-    # members, whose odd first byte 1f framed them again: every seed was refused at once.
+    # so that mutations reach the flags and fields (a raw member's odd first byte, 1f, would
+    # frame it again, and the target would refuse every seed at once).
     { printf '\x01'; gzip -9 -N -c "$file" | tail -c +4; } > "corpus/gzip_header/$name.gz"
     # inflate's input is `InflateCase`: format byte, two absent limits, chunk and window
-    # (u16 LE), then the stream. 0 = gzip, 1 = zlib, 2 = raw.
+    # (u16 LE), then the stream as the rest of the input. 0 = gzip, 1 = zlib, 2 = raw.
     printf '\x00\x00\x00\x00\x10\x00\x10' > "corpus/inflate/$name.gzip"
     gzip -6 -c "$file" >> "corpus/inflate/$name.gzip"
     python3 - "$file" <<'PY'

@@ -7,7 +7,6 @@ use super::flate2_decode;
 
 /// One `inflate` input: a stream, the limits to decode it under, and how to cut it up.
 #[derive(Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct InflateCase {
     /// The format, as an index into [`Format::ALL`] (modulo its length).
     pub format: u8,
@@ -21,6 +20,40 @@ pub struct InflateCase {
     pub window: u16,
     /// The stream.
     pub data: Vec<u8>,
+}
+
+/// By hand rather than derived, so that the stream is the input's tail byte for byte: a seed
+/// is then the header fields followed by a real gzip, zlib or raw stream (`fuzz/seed.sh`).
+/// The derived form reads a collection's length from the input's end instead, which turns
+/// such a seed into an empty stream.
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for InflateCase {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        let mut case = InflateCase::head(u)?;
+        case.data = u.arbitrary()?;
+        Ok(case)
+    }
+
+    fn arbitrary_take_rest(mut u: arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        let mut case = InflateCase::head(&mut u)?;
+        case.data = u.take_rest().to_vec();
+        Ok(case)
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl InflateCase {
+    /// Every field but the stream, in declaration order.
+    fn head(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<InflateCase> {
+        Ok(InflateCase {
+            format: u.arbitrary()?,
+            max_output: u.arbitrary()?,
+            max_ratio: u.arbitrary()?,
+            chunk: u.arbitrary()?,
+            window: u.arbitrary()?,
+            data: Vec::new(),
+        })
+    }
 }
 
 /// The decoder on arbitrary bytes, with arbitrary limits, one shot and in arbitrary chunks
@@ -118,6 +151,22 @@ mod tests {
             window: 5,
             data,
         }
+    }
+
+    /// The layout `fuzz/seed.sh` writes: format 0 (gzip), no limits, chunk and window 4096
+    /// (u16 little-endian), then the stream, which must reach the case whole.
+    #[cfg(feature = "arbitrary")]
+    #[test]
+    fn a_seed_s_stream_is_the_input_s_tail() {
+        use arbitrary::{Arbitrary, Unstructured};
+        let wire = compress(Format::Gzip, Level::DEFAULT, &b"hello, world. ".repeat(20));
+        let mut seed = vec![0, 0, 0, 0x00, 0x10, 0x00, 0x10];
+        seed.extend_from_slice(&wire);
+        let case = InflateCase::arbitrary_take_rest(Unstructured::new(&seed)).expect("a case");
+        let head = (case.format, case.max_output, case.max_ratio);
+        assert_eq!(head, (0, None, None));
+        assert_eq!((case.chunk, case.window), (4096, 4096));
+        assert_eq!(case.data, wire);
     }
 
     #[test]
