@@ -29,6 +29,7 @@ use brotli::enc::interface::{
     InputPair, InputReferenceMut, PredictionModeContextMap, StaticCommand,
 };
 use brotli::enc::StandardAlloc;
+use bytes::Bytes;
 
 use zipwire_rules::negotiate::Coding;
 
@@ -77,15 +78,35 @@ impl BrotliEncoder {
             level,
             window_log: effective_window_log(level, window_log),
             state: None,
+            dictionary: None,
         })
     }
+
+    /// A fresh stream with `dictionary` as a raw LZ77 prefix (Shared Brotli's raw dictionary,
+    /// what RFC 9842's `dcb` needs), at quality 5 or more (brotli ignores a dictionary below).
+    /// The window should cover dictionary and body; the caller writes `dcb`'s header.
+    pub fn with_dictionary(
+        level: BrotliLevel,
+        window_log: u32,
+        dictionary: Bytes,
+    ) -> BrotliEncoder {
+        let level = BrotliLevel(level.get().max(MIN_DICTIONARY_QUALITY));
+        let mut encoder = BrotliEncoder::new(level, window_log);
+        encoder.stream_mut().dictionary = Some(dictionary);
+        encoder
+    }
 }
+
+/// The lowest quality at which brotli's encoder uses a dictionary (google/brotli#1148).
+pub const MIN_DICTIONARY_QUALITY: u8 = 5;
 
 /// What a brotli stream does at each step (see the module documentation).
 pub struct BrotliStream {
     level: BrotliLevel,
     window_log: u32,
     state: Option<Box<BrotliEncoderStateStruct<StandardAlloc>>>,
+    /// The raw prefix dictionary, if any.
+    dictionary: Option<Bytes>,
 }
 
 impl BrotliStream {
@@ -98,6 +119,7 @@ impl BrotliStream {
         out: &mut Vec<u8>,
     ) -> Result<(), &'static str> {
         let (level, window_log) = (self.level, self.window_log);
+        let dictionary = &self.dictionary;
         let state = self.state.get_or_insert_with(|| {
             let mut state = Box::new(BrotliEncoderStateStruct::new(StandardAlloc::default()));
             state.set_parameter(
@@ -105,6 +127,9 @@ impl BrotliStream {
                 u32::from(level.get()),
             );
             state.set_parameter(BrotliEncoderParameter::BROTLI_PARAM_LGWIN, window_log);
+            if let Some(dictionary) = dictionary {
+                state.set_custom_dictionary(dictionary.len(), dictionary);
+            }
             state
         });
         let mut available_in = input.len();
@@ -190,7 +215,7 @@ impl Stream for BrotliStream {
 
     fn memory(&self) -> usize {
         if self.state.is_some() {
-            estimate(self.level, self.window_log)
+            estimate(self.level, self.window_log) + self.dictionary.as_ref().map_or(0, Bytes::len)
         } else {
             0
         }

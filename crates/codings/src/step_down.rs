@@ -62,6 +62,11 @@ impl<S: Stream> Stepped<S> {
         }
     }
 
+    /// The coding's stream, to set up before the first call.
+    pub(crate) fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     fn failure(reason: &'static str) -> EncodeFailure {
         EncodeFailure {
             coding: S::CODING,

@@ -31,6 +31,8 @@
 
 use std::cell::RefCell;
 
+use bytes::Bytes;
+
 use zipwire_rules::negotiate::Coding;
 
 use crate::step_down::{Stepped, Stream};
@@ -84,7 +86,18 @@ impl ZstdEncoder {
             window_log: window_log.clamp(10, 23),
             context: None,
             started: false,
+            dictionary: None,
         })
+    }
+
+    /// A fresh stream that refers to `dictionary` as raw content (RFC 8878 §5, what RFC 9842's
+    /// `dcz` needs): every frame it starts loads it. The caller writes `dcz`'s header and
+    /// never passes bytes that start with zstd's dictionary magic, which libzstd would parse
+    /// as a formatted dictionary ([`crate::dictionary::usable_for_dcz`]).
+    pub fn with_dictionary(level: ZstdLevel, window_log: u32, dictionary: Bytes) -> ZstdEncoder {
+        let mut encoder = ZstdEncoder::new(level, window_log);
+        encoder.stream_mut().dictionary = Some(dictionary);
+        encoder
     }
 }
 
@@ -96,6 +109,8 @@ pub struct ZstdStream {
     context: Option<ZstdContext>,
     /// Whether the first frame has started (anything was given to a context).
     started: bool,
+    /// The raw-content dictionary the compressed frame refers to, if any.
+    dictionary: Option<Bytes>,
 }
 
 impl ZstdStream {
@@ -109,7 +124,13 @@ impl ZstdStream {
         let (level, window_log) = self.parameters();
         let context = match self.context.as_mut() {
             Some(context) => context,
-            None => self.context.insert(ZstdContext::new(level, window_log)?),
+            None => {
+                let mut context = ZstdContext::new(level, window_log)?;
+                if let Some(dictionary) = &self.dictionary {
+                    context.load_dictionary(dictionary)?;
+                }
+                self.context.insert(context)
+            }
         };
         self.started = true;
         context.compress(input, end, out)
@@ -127,6 +148,10 @@ impl ZstdStream {
                 }
                 None => slot.insert(ZstdContext::new(level, window_log)?),
             };
+            // `configure` dropped the last body's dictionary with its parameters.
+            if let Some(dictionary) = &self.dictionary {
+                context.load_dictionary(dictionary)?;
+            }
             // A frame's first call with `End::Frame` compresses in one pass and writes the
             // content size into the frame header.
             context.compress(input, End::Frame, out)

@@ -71,6 +71,20 @@ impl ZstdContext {
         Ok(())
     }
 
+    /// Loads `dictionary` for the frames that follow, until the next [`ZstdContext::configure`].
+    /// libzstd reads it as raw content unless it starts with the dictionary magic
+    /// (`0xEC30A437`), which the caller rules out.
+    ///
+    /// # Errors
+    ///
+    /// libzstd's word when it cannot allocate the dictionary's tables.
+    pub fn load_dictionary(&mut self, dictionary: &[u8]) -> Result<(), &'static str> {
+        self.0
+            .load_dictionary(dictionary)
+            .map(drop)
+            .map_err(zstd_safe::get_error_name)
+    }
+
     /// Compresses `input`, appending to `out`, until `end` is done: all input taken, and for
     /// [`End::Flush`] and [`End::Frame`] nothing left to write.
     ///
