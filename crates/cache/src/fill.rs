@@ -152,6 +152,7 @@ impl Fill {
             as_sent: Some(bytes),
             variants: Vec::new(),
             pending: self.coding.into_iter().collect(),
+            deltas: Vec::new(),
         };
         let entry = Arc::new(self.entry.with_body(body));
         self.cache.store.put(self.key.clone(), entry);

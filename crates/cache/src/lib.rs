@@ -38,7 +38,7 @@ pub mod variant;
 
 pub use lookup::{After, Lookup};
 pub use storage::Storage;
-pub use store::{Entry, Store, StoredBody, Variant};
+pub use store::{Delta, Entry, Store, StoredBody, Variant};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

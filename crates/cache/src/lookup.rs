@@ -22,8 +22,9 @@ use crate::fill::{Epoch, Fill, FillLock, FillState, Turn};
 use crate::key::{self, Selected};
 use crate::policy::{self, Length, Privacy, RequestRules};
 use crate::revalidate;
-use crate::store::{self, Entry, StoredBody, Variant};
+use crate::store::{self, Delta, Entry, StoredBody, Variant, DELTAS_PER_ENTRY};
 use crate::{Cache, CacheCounters, CacheMode};
+use zipwire_dictionary::{DictCoding, Hash};
 
 /// `Connection` options that name no request field the proxy would drop.
 const CONNECTION_OPTIONS: [&str; 4] = ["close", "keep-alive", "upgrade", "te"];
@@ -382,6 +383,40 @@ impl Cache {
         let same = current.body.length == entry.body.length && current.body.crc == entry.body.crc;
         same.then(|| current.body.variant(coding).cloned())
             .flatten()
+    }
+
+    /// The stored delta of `entry` against `hash` in `coding`, or of the entry stored now for
+    /// the same representation (a newer copy may hold one made since `entry` was read).
+    pub fn stored_delta(
+        &self,
+        key: &str,
+        entry: &Arc<Entry>,
+        request: &Parts,
+        hash: &Hash,
+        coding: DictCoding,
+    ) -> Option<Delta> {
+        if let Some(delta) = entry.body.delta(hash, coding) {
+            return Some(delta.clone());
+        }
+        let current = self.store.find(key, &request.headers)?;
+        let same = current.body.length == entry.body.length && current.body.crc == entry.body.crc;
+        same.then(|| current.body.delta(hash, coding).cloned())
+            .flatten()
+    }
+
+    /// Stores `delta`, made on the request path, beside the entry's others (the oldest goes
+    /// past [`DELTAS_PER_ENTRY`]); the worker remakes it at the best level.
+    pub fn add_delta(&self, key: &str, entry: &Arc<Entry>, delta: Delta) {
+        let mut body = entry.body.clone();
+        body.deltas
+            .retain(|held| !(held.hash == delta.hash && held.coding == delta.coding));
+        if body.deltas.len() >= DELTAS_PER_ENTRY {
+            body.deltas.remove(0);
+        }
+        body.deltas.push(delta);
+        if self.store.swap(key, entry, Arc::new(entry.with_body(body))) {
+            self.account();
+        }
     }
 
     /// Stores `bytes`, the variant of `entry` in `coding` made on the request path, beside

@@ -20,7 +20,7 @@ use tracing::debug;
 use crate::store::{Entry, Variant};
 use crate::{variant, Cache};
 use zipwire_adapt::Throttle;
-use zipwire_codings::Codings;
+use zipwire_codings::{dictionary, Codings};
 
 /// How long the worker waits when there is nothing to do or no budget.
 const IDLE: Duration = Duration::from_millis(250);
@@ -105,6 +105,23 @@ fn recompressed(entry: &Entry, codings: &Codings) -> Option<(Entry, u64)> {
     if !body.variants.is_empty() {
         // A client without a stored coding gets a variant decoded.
         body.as_sent = None;
+    }
+    for delta in body.deltas.iter_mut().filter(|d| !d.best) {
+        delta.best = true;
+        let Some(bytes) =
+            dictionary::encode_best(delta.coding, &delta.dictionary, &delta.hash, &identity)
+        else {
+            continue;
+        };
+        let decoded =
+            dictionary::decode(delta.coding, &delta.dictionary, &bytes, entry.body.length);
+        let verified = decoded.is_ok_and(|decoded| {
+            decoded.len() as u64 == entry.body.length && crc32fast::hash(&decoded) == entry.body.crc
+        });
+        if bytes.len() < delta.bytes.len() && verified {
+            delta.bytes = bytes;
+            improved += 1;
+        }
     }
     for stored in body.variants.iter_mut().filter(|v| !v.best) {
         stored.best = true;

@@ -14,6 +14,7 @@ use quick_cache::{DefaultHashBuilder, Lifecycle, OptionsBuilder, Weighter};
 
 use crate::key::Selected;
 use crate::storage::Storage;
+use zipwire_dictionary::{DictCoding, Hash};
 use zipwire_rules::negotiate::Coding;
 
 /// Fixed cost counted per entry besides its bytes: the structs, the index slot, the
@@ -83,6 +84,9 @@ pub struct StoredBody {
     /// have no stored variant yet: the background worker makes them at the best level, so
     /// the next client in that coding gets a stored variant.
     pub pending: Vec<Coding>,
+    /// Deltas against dictionaries clients hold (RFC 9842 `dcz`, `dcb`), at most
+    /// [`DELTAS_PER_ENTRY`], the newest last.
+    pub deltas: Vec<Delta>,
     /// Length of the representation (decoded, for variants).
     pub length: u64,
     /// CRC-32 of the representation, to check a variant before it is swapped in.
@@ -103,11 +107,40 @@ pub struct Variant {
     pub micros: u64,
 }
 
+/// Deltas kept per entry: one per dictionary a client holds, and clients hold the last few
+/// versions (RFC 9842's variant fan-out, http-extensions#2635).
+pub const DELTAS_PER_ENTRY: usize = 4;
+
+/// The body as a delta against one dictionary, in one dictionary coding.
+#[derive(Clone, Debug)]
+pub struct Delta {
+    /// The dictionary's hash.
+    pub hash: Hash,
+    /// `dcz` or `dcb`.
+    pub coding: DictCoding,
+    /// The encoded body, the coding's header included.
+    pub bytes: Bytes,
+    /// The dictionary, for the worker that remakes the delta at the best level. Its bytes
+    /// are the dictionary store's (shared, counted there).
+    pub dictionary: Bytes,
+    /// Made at the best level by the background worker.
+    pub best: bool,
+}
+
 impl StoredBody {
-    /// Whether the recompression worker has work on it: a coding to make, or a variant not
-    /// at its best level.
+    /// Whether the recompression worker has work on it: a coding to make, or a variant or
+    /// delta not at its best level.
     pub fn unfinished(&self) -> bool {
-        !self.pending.is_empty() || self.variants.iter().any(|v| !v.best)
+        !self.pending.is_empty()
+            || self.variants.iter().any(|v| !v.best)
+            || self.deltas.iter().any(|d| !d.best)
+    }
+
+    /// The stored delta against `hash` in `coding`.
+    pub fn delta(&self, hash: &Hash, coding: DictCoding) -> Option<&Delta> {
+        self.deltas
+            .iter()
+            .find(|delta| delta.hash == *hash && delta.coding == coding)
     }
 
     /// The stored variant in `coding`.
@@ -121,6 +154,7 @@ impl StoredBody {
     pub fn weight(&self) -> usize {
         self.as_sent.as_ref().map_or(0, Bytes::len)
             + self.variants.iter().map(|v| v.bytes.len()).sum::<usize>()
+            + self.deltas.iter().map(|d| d.bytes.len()).sum::<usize>()
     }
 }
 
@@ -390,6 +424,7 @@ impl Entry {
                 as_sent: Some(body),
                 variants: Vec::new(),
                 pending: Vec::new(),
+                deltas: Vec::new(),
                 crc: 0,
             },
             hits: Arc::default(),

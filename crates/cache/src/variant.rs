@@ -111,6 +111,7 @@ mod tests {
             as_sent: None,
             variants: Vec::new(),
             pending: Vec::new(),
+            deltas: Vec::new(),
             length: input.len() as u64,
             crc: crc32fast::hash(&input),
         };

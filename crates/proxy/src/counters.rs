@@ -61,6 +61,8 @@ pub struct Counters {
     pub cache: Arc<CacheCounters>,
     /// The gather budget's use ([`GatherGate`](crate::GatherGate)).
     pub gather: Arc<GatherCounters>,
+    /// Compression dictionaries: offers, uses by coding, the store.
+    pub dictionaries: Arc<crate::DictionaryCounters>,
 }
 
 /// How the gather budget ([`GatherGate`](crate::GatherGate)) was used.

@@ -86,6 +86,7 @@ mod budget;
 mod cache;
 mod connection;
 mod counters;
+mod dictionary;
 mod encode;
 mod error;
 mod exchange;
@@ -109,6 +110,7 @@ pub use counters::{
     BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, GatherCounters,
     ProtocolCounters,
 };
+pub use dictionary::{DictionaryCounters, DictionarySettings};
 pub use error::{ProxyError, Side};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
@@ -117,6 +119,7 @@ pub use settings::{
 pub use zipwire_adapt::Throttle;
 pub use zipwire_cache::{CacheCounters, CacheMode, CacheSettings, Clock};
 pub use zipwire_codings::{BrotliLevel, Encode, EncodeFailure, ZstdLevel};
+pub use zipwire_dictionary::{DictCoding, Limits as DictionaryLimits, Mode as DictionaryMode};
 pub use zipwire_rules::{
     admit, decide, AcceptEncoding, Budget, Bypass, Coding, ConfigError, ContentEncoding, Decision,
     Gate, Grant, MediaType, Negotiated, Path, Payload, QValue, RequestFacts, ResponseFacts, Rules,

@@ -51,6 +51,8 @@ pub struct ProxyConfig {
     pub upstream_roots: UpstreamRoots,
     /// The compressed-variant cache (`[cache]`); off by default.
     pub cache: CacheSettings,
+    /// Compression dictionaries (RFC 9842, `[dictionaries]`); `auto` by default.
+    pub dictionaries: crate::DictionarySettings,
 }
 
 impl ProxyConfig {
@@ -72,6 +74,7 @@ impl ProxyConfig {
             tls: Tls::default(),
             upstream_roots: UpstreamRoots::System,
             cache: CacheSettings::default(),
+            dictionaries: crate::DictionarySettings::default(),
         }
     }
 }

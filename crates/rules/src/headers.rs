@@ -113,6 +113,12 @@ pub fn trim_not_modified(headers: &mut HeaderMap) {
 ///
 /// For compressible responses sent uncompressed, and for 304s.
 pub fn add_vary_accept_encoding(headers: &mut HeaderMap) {
+    add_vary(headers, &["Accept-Encoding"]);
+}
+
+/// Merges `names` into `Vary` as [`add_vary_accept_encoding`] merges `Accept-Encoding`: one
+/// line, each member once, `*` left alone.
+pub fn add_vary(headers: &mut HeaderMap, names: &[&str]) {
     let mut members: Vec<&[u8]> = Vec::new();
     for member in list::elements(headers.get_all(VARY)) {
         if member == b"*" {
@@ -122,21 +128,27 @@ pub fn add_vary_accept_encoding(headers: &mut HeaderMap) {
             members.push(member);
         }
     }
-    if !members
-        .iter()
-        .any(|member| member.eq_ignore_ascii_case(b"accept-encoding"))
-    {
-        members.push(b"Accept-Encoding");
+    for name in names {
+        if !members
+            .iter()
+            .any(|member| member.eq_ignore_ascii_case(name.as_bytes()))
+        {
+            members.push(name.as_bytes());
+        }
     }
     let joined = members.join(&b", "[..]);
     // Members come from valid header values, so the join is one too; should that ever fail,
-    // an extra line still tells caches the truth.
+    // extra lines still tell caches the truth.
     match HeaderValue::from_bytes(&joined) {
         Ok(value) => {
             headers.insert(VARY, value);
         }
         Err(_) => {
-            headers.append(VARY, HeaderValue::from_static("Accept-Encoding"));
+            for name in names {
+                if let Ok(value) = HeaderValue::from_str(name) {
+                    headers.append(VARY, value);
+                }
+            }
         }
     }
 }

@@ -44,5 +44,5 @@ pub mod prometheus;
 mod snapshot;
 pub mod tunnel;
 
-pub use snapshot::{CacheStats, CodingStats, Errors, Snapshot, THROTTLE_REASONS};
+pub use snapshot::{CacheStats, CodingStats, DictionaryStats, Errors, Snapshot, THROTTLE_REASONS};
 pub use tunnel::TunnelSnapshot;

@@ -40,6 +40,18 @@
 //! | `zipwire_proxy_cache_bytes` | gauge | [`Snapshot::cache`]: `bytes_held` |
 //! | `zipwire_proxy_cache_recompressions_total` | counter | [`Snapshot::cache`]: `recompressions` |
 //! | `zipwire_proxy_cache_encoder_seconds_saved_total` | counter | [`Snapshot::cache`]: `encoder_seconds_saved` |
+//! | `zipwire_proxy_dictionary_responses_total{coding}` | counter | [`Snapshot::dictionaries`]: `dcz`, `dcb` |
+//! | `zipwire_proxy_dictionary_offers_total` | counter | [`Snapshot::dictionaries`]: `offered` |
+//! | `zipwire_proxy_dictionary_unknown_total` | counter | [`Snapshot::dictionaries`]: `unknown` |
+//! | `zipwire_proxy_dictionary_refused_total` | counter | [`Snapshot::dictionaries`]: `refused` |
+//! | `zipwire_proxy_dictionary_marked_total` | counter | [`Snapshot::dictionaries`]: `marked` |
+//! | `zipwire_proxy_dictionary_stored_total` | counter | [`Snapshot::dictionaries`]: `stored` |
+//! | `zipwire_proxy_dictionary_evicted_total` | counter | [`Snapshot::dictionaries`]: `evicted` |
+//! | `zipwire_proxy_dictionaries` | gauge | [`Snapshot::dictionaries`]: `held` |
+//! | `zipwire_proxy_dictionary_bytes` | gauge | [`Snapshot::dictionaries`]: `bytes_held` |
+//! | `zipwire_proxy_dictionary_bytes_in_total` | counter | [`Snapshot::dictionaries`]: `bytes_in` |
+//! | `zipwire_proxy_dictionary_bytes_out_total` | counter | [`Snapshot::dictionaries`]: `bytes_out` |
+//! | `zipwire_proxy_dictionary_bytes_saved_total` | counter | [`Snapshot::dictionaries`]: `bytes_saved` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! The `side="client"` series also counts the `501`s answered to requests the proxy does not
@@ -300,6 +312,85 @@ fn render(snapshot: &Snapshot) -> String {
     ];
     for (name, help, kind, value) in cached {
         out.single(name, help, kind, value);
+    }
+    let d = &snapshot.dictionaries;
+    out.family(
+        "dictionary_responses_total",
+        "Responses sent as a delta against a dictionary the client holds, by coding.",
+        Kind::Counter,
+    );
+    for (coding, count) in [("dcz", d.dcz), ("dcb", d.dcb)] {
+        out.sample(
+            "dictionary_responses_total",
+            &[("coding", coding)],
+            Value::Int(count),
+        );
+    }
+    let dictionaries: [(&str, &str, Kind, u64); 11] = [
+        (
+            "dictionary_offers_total",
+            "Requests that named a dictionary and listed dcz or dcb.",
+            Kind::Counter,
+            d.offered,
+        ),
+        (
+            "dictionary_unknown_total",
+            "Requests naming a dictionary the proxy does not hold.",
+            Kind::Counter,
+            d.unknown,
+        ),
+        (
+            "dictionary_refused_total",
+            "Requests the cross-origin check kept from a dictionary coding.",
+            Kind::Counter,
+            d.refused,
+        ),
+        (
+            "dictionary_marked_total",
+            "Responses the proxy marked with Use-As-Dictionary.",
+            Kind::Counter,
+            d.marked,
+        ),
+        (
+            "dictionary_stored_total",
+            "Dictionaries stored.",
+            Kind::Counter,
+            d.stored,
+        ),
+        (
+            "dictionary_evicted_total",
+            "Dictionaries dropped to stay within the caps, or expired.",
+            Kind::Counter,
+            d.evicted,
+        ),
+        ("dictionaries", "Dictionaries held.", Kind::Gauge, d.held),
+        (
+            "dictionary_bytes",
+            "Bytes the dictionary store holds.",
+            Kind::Gauge,
+            d.bytes_held,
+        ),
+        (
+            "dictionary_bytes_in_total",
+            "Identity bytes of the bodies sent as deltas.",
+            Kind::Counter,
+            d.bytes_in,
+        ),
+        (
+            "dictionary_bytes_out_total",
+            "Bytes the deltas took on the wire.",
+            Kind::Counter,
+            d.bytes_out,
+        ),
+        (
+            "dictionary_bytes_saved_total",
+            "Bytes deltas saved against the ordinary coding (estimated).",
+            Kind::Counter,
+            d.bytes_saved,
+        ),
+    ];
+    for (name, help, kind, value) in dictionaries {
+        out.single(name, help, kind, Value::Int(value));
     }
     out.family(
         "errors_total",

@@ -79,6 +79,44 @@ pub struct Snapshot {
     /// The compressed-variant cache (`[cache]`); all zero while it is off.
     #[serde(default)]
     pub cache: CacheStats,
+    /// Compression dictionaries (RFC 9842, `[dictionaries]`); all zero while they are off.
+    #[serde(default)]
+    pub dictionaries: DictionaryStats,
+}
+
+/// The dictionaries' counters in a [`Snapshot`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DictionaryStats {
+    /// Whether dictionaries are on (`mode` is not `off`).
+    pub enabled: bool,
+    /// Requests that named a dictionary and listed `dcz` or `dcb` (counter).
+    pub offered: u64,
+    /// Responses sent as `dcz` (counter).
+    pub dcz: u64,
+    /// Responses sent as `dcb` (counter).
+    pub dcb: u64,
+    /// Requests naming a dictionary the proxy does not hold for their origin (counter).
+    pub unknown: u64,
+    /// Requests the cross-origin check kept from a dictionary coding (counter).
+    pub refused: u64,
+    /// Responses the proxy marked with `Use-As-Dictionary` itself (counter).
+    pub marked: u64,
+    /// Dictionaries stored (counter).
+    pub stored: u64,
+    /// Dictionaries dropped to stay within the caps, or expired (counter).
+    pub evicted: u64,
+    /// Dictionaries held (gauge).
+    pub held: u64,
+    /// Bytes the dictionary store holds (gauge).
+    pub bytes_held: u64,
+    /// Identity bytes of the bodies sent in a dictionary coding (counter).
+    pub bytes_in: u64,
+    /// Bytes those bodies took on the wire (counter).
+    pub bytes_out: u64,
+    /// Bytes they saved against the coding each client would have got otherwise, estimated
+    /// from that coding's ratio (counter).
+    pub bytes_saved: u64,
 }
 
 /// The cache's counters in a [`Snapshot`].
@@ -272,7 +310,7 @@ mod tests {
             serde_json::json!({"responses": 600, "bytes_in": 9_000_000, "bytes_out": 3_000_000})
         );
         let keys = json.as_object().expect("an object").len();
-        assert_eq!(keys, 24, "one key per field");
+        assert_eq!(keys, 25, "one key per field");
     }
 
     #[test]

@@ -117,6 +117,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "N", value_parser = value_parser!(u8).range(0..=11))]
     pub br_level: Option<u8>,
 
+    /// Compression dictionaries (RFC 9842): auto (mark versioned assets, use what the origin
+    /// marks), origin (only what the origin marks) or off [default: auto]
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "origin", "off"])]
+    pub dictionaries: Option<String>,
+
     /// Address of the admin listener (/stats, /metrics) [default: off]
     #[arg(long, value_name = "ADDR", value_parser = parse_socket_addr)]
     pub admin: Option<SocketAddr>,

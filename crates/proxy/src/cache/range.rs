@@ -89,6 +89,8 @@ pub(crate) fn respond(
         headers: fields,
         body: part,
         decision,
+        delta: None,
+        used: None,
     }))
 }
 
@@ -105,6 +107,8 @@ fn unsatisfiable(length: u64) -> Served {
             reason: Bypass::Status,
             vary: Vary::Unchanged,
         },
+        delta: None,
+        used: None,
     }
 }
 

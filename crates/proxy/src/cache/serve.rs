@@ -13,7 +13,7 @@ use http::header::{
 use http::request::Parts;
 use http::{Method, StatusCode, Version};
 use zipwire_adapt::Throttle;
-use zipwire_cache::{revalidate, variant, Cache, Entry, Variant};
+use zipwire_cache::{revalidate, variant, Cache, Delta, Entry, Variant};
 use zipwire_codec::Limits;
 use zipwire_codings::Codings;
 use zipwire_rules::{
@@ -23,8 +23,10 @@ use zipwire_rules::{
 
 use crate::cache::range;
 use crate::counters::Counters;
+use crate::dictionary::{Context, Dictionaries, Use};
 use crate::encode::body::{thread_cpu, BodyMeter};
 use crate::error::ProxyError;
+use zipwire_dictionary::DictCoding;
 
 /// The largest body whose variant is made on the request's own thread (a millisecond or
 /// less at the request-path levels); a larger one goes to a blocking thread.
@@ -37,6 +39,10 @@ pub(crate) struct Served {
     pub(crate) body: Bytes,
     /// What was done for this client, counted as the response filter's decisions are.
     pub(crate) decision: Decision,
+    /// The dictionary coding the body was sent in, in place of the decision's coding.
+    pub(crate) delta: Option<DictCoding>,
+    /// The dictionary it was sent against.
+    pub(crate) used: Option<Use>,
 }
 
 /// What the response filter would use to encode: the rules, the encoders, the budget.
@@ -125,6 +131,8 @@ fn not_modified(
             reason: Bypass::Status,
             vary: Vary::Unchanged,
         },
+        delta: None,
+        used: None,
     }
 }
 
@@ -135,9 +143,9 @@ pub(crate) async fn serve(
     cache: &Cache,
     key: &str,
     entry: &Arc<Entry>,
-    request: &Parts,
-    facts: &RequestFacts,
+    (request, facts): (&Parts, &RequestFacts),
     encoders: &Encoders<'_>,
+    dictionary: Option<Context<'_>>,
 ) -> Result<Served, ProxyError> {
     entry.hits.fetch_add(1, Ordering::Relaxed);
     let response = ResponseFacts::from_parts(entry.status, &entry.headers);
@@ -172,10 +180,46 @@ pub(crate) async fn serve(
     let mut decision = admit(facts, &response, encoders.rules, &mut gate, Path::Stored);
     let stored = gate.stored;
     let counters = encoders.counters;
+    // A delta in place of the decision's coding, when the client holds a dictionary.
+    let mut used = match (dictionary, decision) {
+        (
+            Some(Context {
+                dictionaries,
+                ask: Some(ask),
+                ..
+            }),
+            Decision::Compress { .. },
+        ) if entry.status == StatusCode::OK => {
+            dictionaries.choose(ask, &request.headers, &entry.headers)
+        }
+        _ => None,
+    };
+    let mut delta = None;
+    if let (Some(chosen), Some(context)) = (&used, dictionary) {
+        let hash = chosen.dictionary.hash;
+        delta = match cache.stored_delta(key, entry, request, &hash, chosen.coding) {
+            Some(stored) => Some(stored.bytes),
+            None if matches!(
+                decision,
+                Decision::Compress {
+                    payload: Payload::Transform,
+                    ..
+                }
+            ) =>
+            {
+                add_delta(cache, key, entry, chosen, context.dictionaries).await
+            }
+            None => None,
+        };
+        if delta.is_none() && request.method != Method::HEAD {
+            used = None;
+        }
+    }
     // A HEAD for a coding not stored yet is not worth compressing for: its length is left
     // out, as the streaming path does.
     let mut length_known = true;
     let body = match decision {
+        _ if delta.is_some() => delta.clone(),
         Decision::Compress {
             payload: Payload::Absent,
             ..
@@ -227,6 +271,26 @@ pub(crate) async fn serve(
     };
     let mut headers = entry.headers.clone();
     headers::apply(&decision, &mut headers, Version::HTTP_11);
+    if let Some(context) = dictionary {
+        let dictionaries = context.dictionaries;
+        let candidate = dictionaries.candidate(
+            request,
+            (entry.status, &entry.headers),
+            context.secure,
+            encoders.rules,
+        );
+        dictionaries.rewrite(
+            &mut headers,
+            &decision,
+            used.as_ref(),
+            context.ask.is_some(),
+            candidate.as_ref(),
+        );
+    }
+    if used.is_some() && delta.is_none() {
+        // A HEAD for a delta not made yet: its length is not known.
+        length_known = false;
+    }
     headers.remove(TRANSFER_ENCODING);
     if length_known {
         headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
@@ -245,7 +309,44 @@ pub(crate) async fn serve(
         headers,
         body: if absent { Bytes::new() } else { body },
         decision,
+        delta: used.as_ref().map(|used| used.coding),
+        used,
     })
+}
+
+/// Makes the delta of the entry against `used`'s dictionary with the request-path encoder
+/// and stores it beside the entry's others; off the runtime's thread past
+/// [`INLINE_VARIANT`], as a variant is.
+async fn add_delta(
+    cache: &Cache,
+    key: &str,
+    entry: &Arc<Entry>,
+    used: &Use,
+    dictionaries: &Dictionaries,
+) -> Option<Bytes> {
+    let encoder = dictionaries.encoder(used, Some(entry.body.length));
+    let stored = entry.body.clone();
+    let make = move || {
+        let identity = variant::identity(&stored).ok()?;
+        variant::encode(encoder, &identity).map(|(bytes, _)| bytes)
+    };
+    let bytes = if entry.body.length > INLINE_VARIANT {
+        tokio::task::spawn_blocking(make).await.ok().flatten()
+    } else {
+        make()
+    }?;
+    cache.add_delta(
+        key,
+        entry,
+        Delta {
+            hash: used.dictionary.hash,
+            coding: used.coding,
+            bytes: bytes.clone(),
+            dictionary: used.dictionary.bytes.clone(),
+            best: false,
+        },
+    );
+    Some(bytes)
 }
 
 /// Compresses the entry in `coding` with the request-path encoder and stores the variant

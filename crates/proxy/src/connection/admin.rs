@@ -18,7 +18,7 @@ use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use zipwire_adapt::{BudgetSpec, MemoryGate};
 use zipwire_dashboard::{Body, Dashboard, Kind};
-use zipwire_stats::{CacheStats, CodingStats, Errors, Snapshot};
+use zipwire_stats::{CacheStats, CodingStats, DictionaryStats, Errors, Snapshot};
 
 use crate::counters::Counters;
 use zipwire_adapt::Throttle;
@@ -107,6 +107,25 @@ impl AdminState {
                 bytes_held: load(&c.cache.bytes_held),
                 recompressions: load(&c.cache.recompressions),
                 encoder_seconds_saved: load(&c.cache.encoder_micros_saved) as f64 / 1e6,
+            },
+            dictionaries: {
+                let d = &c.dictionaries;
+                DictionaryStats {
+                    enabled: d.enabled.load(Ordering::Relaxed),
+                    offered: load(&d.offered),
+                    dcz: load(&d.dcz),
+                    dcb: load(&d.dcb),
+                    unknown: load(&d.unknown),
+                    refused: load(&d.refused),
+                    marked: load(&d.marked),
+                    stored: load(&d.stored),
+                    evicted: load(&d.evicted),
+                    held: load(&d.held),
+                    bytes_held: load(&d.held_bytes),
+                    bytes_in: load(&d.bytes_in),
+                    bytes_out: load(&d.bytes_out),
+                    bytes_saved: load(&d.bytes_saved),
+                }
             },
         }
     }

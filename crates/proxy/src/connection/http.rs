@@ -133,6 +133,10 @@ impl Protocols {
     }
 }
 
+/// Whether a request came over TLS, in its extensions.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Secure(pub(crate) bool);
+
 /// One client connection's share of the server.
 pub(crate) struct Connection {
     pub(crate) proxy: Arc<Proxy>,
@@ -142,6 +146,8 @@ pub(crate) struct Connection {
     /// The `Strict-Transport-Security` value set on every response: `Some` on TLS
     /// listeners with `tls.hsts`, never on cleartext (RFC 6797 §7.2).
     pub(crate) hsts: Option<HeaderValue>,
+    /// Whether the connection is TLS: dictionary codings are for secure contexts.
+    pub(crate) secure: bool,
     /// Held while the connection is open: the connection limit.
     pub(crate) _permit: OwnedSemaphorePermit,
 }
@@ -237,11 +243,13 @@ impl Connection {
         let peer = self.peer;
         let phases = self.phases.clone();
         let hsts = self.hsts.clone();
+        let secure = Secure(self.secure);
         let multiplexed = protocol == Protocol::Http2;
         if multiplexed {
             phases.multiplex();
         }
-        let service = service_fn(move |request: Request<Incoming>| {
+        let service = service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(secure);
             let proxy = proxy.clone();
             // `MSG_MORE` follows one response's writes; HTTP/2 interleaves streams in one
             // writer, so its bodies get a flag of their own that no socket reads.

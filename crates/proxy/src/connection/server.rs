@@ -315,6 +315,7 @@ impl Server {
                     phases,
                     peer,
                     hsts: None,
+                    secure: false,
                     _permit: permit,
                 };
                 // Cleartext: HTTP/2 by prior knowledge or HTTP/1.1, told by the first bytes.
@@ -395,6 +396,7 @@ impl Handshake {
             phases: self.phases,
             peer: self.peer,
             hsts: self.acceptor.hsts.clone(),
+            secure: true,
             _permit: self.permit,
         };
         connection

@@ -21,6 +21,8 @@ use http_body::{Body, Frame, SizeHint};
 use tracing::{info, Span};
 
 use crate::counters::Counters;
+use crate::dictionary::fill::DictionaryFill;
+use crate::dictionary::{estimate, Dictionaries, Use};
 use crate::encode::body::{BodyError, BodyMeter, CompressBody, DecompressBody};
 use crate::error::ProxyError;
 use crate::exchange::more::MoreToCome;
@@ -28,6 +30,7 @@ use crate::exchange::read_timeout::UpstreamBodyError;
 use crate::exchange::upstream::UpstreamBody;
 use zipwire_adapt::Permit;
 use zipwire_cache::fill::Fill;
+use zipwire_dictionary::DictCoding;
 use zipwire_rules::negotiate::Coding;
 use zipwire_rules::Bypass;
 
@@ -64,6 +67,9 @@ pub(crate) enum Transform {
     None,
     /// Encoded in this coding; `codec` measured the encoder.
     Compress(Coding),
+    /// Encoded in a dictionary coding, in place of the ordinary coding the client would
+    /// have got.
+    Dictionary(DictCoding, Coding),
     /// Decoded.
     Decompress,
 }
@@ -105,10 +111,10 @@ impl ResponseBody {
     pub(crate) fn compress(
         upstream: UpstreamBody,
         mut log: AccessLog,
-        coding: Coding,
+        transform: Transform,
         wrap: impl FnOnce(Counted<UpstreamBody>, Arc<BodyMeter>) -> CompressBody<Counted<UpstreamBody>>,
     ) -> ResponseBody {
-        let codec = log.start_stream(Transform::Compress(coding));
+        let codec = log.start_stream(transform);
         ResponseBody::new(Stream::Compress(wrap(log.counted(upstream), codec)), log)
     }
 
@@ -365,6 +371,10 @@ pub(crate) struct AccessLog {
     write_line: bool,
     /// The cache fill the upstream body feeds, given to it when the body is made.
     fill: Option<Box<Fill>>,
+    /// The dictionary the upstream body becomes, copied as it streams.
+    dictionary_fill: Option<Box<DictionaryFill>>,
+    /// The dictionary the body was sent against, and the server's dictionaries that count it.
+    dictionary: Option<(Use, Arc<Dictionaries>)>,
 }
 
 impl AccessLog {
@@ -393,7 +403,19 @@ impl AccessLog {
             permit: None,
             write_line: true,
             fill: None,
+            dictionary_fill: None,
+            dictionary: None,
         }
+    }
+
+    /// Copies the upstream body into the dictionary store as it streams.
+    pub(crate) fn dictionary_fill(&mut self, fill: DictionaryFill) {
+        self.dictionary_fill = Some(Box::new(fill));
+    }
+
+    /// Says the body is sent in `used`'s dictionary coding (logged and counted at the end).
+    pub(crate) fn dictionary(&mut self, used: Use, dictionaries: Arc<Dictionaries>) {
+        self.dictionary = Some((used, dictionaries));
     }
 
     /// Copies the upstream body into the cache as it streams (a storable miss).
@@ -442,6 +464,8 @@ impl AccessLog {
                 BodyMeter::with_totals(self.counters.compression.clone())
                     .with_coding_totals(self.counters.codings.get(coding).meter.clone())
             }
+            // Not in the ordinary coding's totals: its ratio estimates what a delta saved.
+            Transform::Dictionary(..) => BodyMeter::with_totals(self.counters.compression.clone()),
             Transform::None => BodyMeter::with_totals(self.counters.compression.clone()),
         };
         let meter = Arc::new(meter);
@@ -456,6 +480,7 @@ impl AccessLog {
             received: self.received.clone(),
             counters: self.counters.clone(),
             fill: self.fill.take(),
+            dictionary: self.dictionary_fill.take(),
         }
     }
 
@@ -472,10 +497,21 @@ impl Drop for AccessLog {
             // The codec's bytes and time went to the server totals call by call.
             Counters::drop_one(&counters.active_streams);
         }
+        let received = self.received.load(Ordering::Relaxed);
+        let mut dictionary = String::new();
+        if let Some((used, dictionaries)) = &self.dictionary {
+            dictionary = used.describe();
+            if let (Outcome::Complete, Transform::Dictionary(coding, ordinary)) =
+                (&self.outcome, self.transform)
+            {
+                let meter = &counters.codings.get(ordinary).meter;
+                let ordinary = estimate(meter, received);
+                dictionaries.count_use(coding, received, self.sent, ordinary);
+            }
+        }
         if !self.write_line {
             return;
         }
-        let received = self.received.load(Ordering::Relaxed);
         let ratio = if self.sent == 0 {
             1.0
         } else {
@@ -501,6 +537,7 @@ impl Drop for AccessLog {
             ratio,
             transform = ?self.transform,
             bypass = self.bypass.map_or("", Bypass::as_str),
+            dictionary,
             duration = ?self.started.elapsed(),
             outcome,
             error,
@@ -510,12 +547,14 @@ impl Drop for AccessLog {
 }
 
 /// An upstream body whose data is counted as it is read, and copied into the cache when it
-/// is a storable miss: the fill ends when the body ends as framed, never on an error.
+/// is a storable miss (and into the dictionary store when it becomes a dictionary): a fill
+/// ends when the body ends as framed, never on an error.
 pub(crate) struct Counted<B> {
     inner: B,
     received: Arc<AtomicU64>,
     counters: Arc<Counters>,
     fill: Option<Box<Fill>>,
+    dictionary: Option<Box<DictionaryFill>>,
 }
 
 impl<B> Body for Counted<B>
@@ -540,10 +579,16 @@ where
                     if let Some(fill) = &mut this.fill {
                         fill.data(data);
                     }
+                    if let Some(fill) = &mut this.dictionary {
+                        fill.data(data);
+                    }
                 }
                 // A reader may stop at the last frame without polling for the end.
-                if let Some(fill) = &mut this.fill {
-                    if this.inner.is_end_stream() {
+                if this.inner.is_end_stream() {
+                    if let Some(fill) = &mut this.fill {
+                        fill.end();
+                    }
+                    if let Some(fill) = &mut this.dictionary {
                         fill.end();
                     }
                 }
@@ -552,8 +597,14 @@ where
                 if let Some(fill) = &mut this.fill {
                     fill.end();
                 }
+                if let Some(fill) = &mut this.dictionary {
+                    fill.end();
+                }
             }
-            Poll::Ready(Some(Err(_))) => this.fill = None,
+            Poll::Ready(Some(Err(_))) => {
+                this.fill = None;
+                this.dictionary = None;
+            }
             Poll::Pending => {}
         }
         polled

@@ -27,14 +27,17 @@ use hyper::body::Incoming;
 use tracing::{debug, warn};
 use zipwire_codec::Limits;
 
+use crate::connection::http::Secure;
 use crate::counters::{protocol_name, Counters};
+use crate::dictionary::fill::DictionaryFill;
+use crate::dictionary::{Dictionaries, Use};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
 use crate::error::ProxyError;
 use crate::exchange::checks;
 use crate::exchange::more::MoreToCome;
-use crate::exchange::outgoing::{AccessLog, ResponseBody};
+use crate::exchange::outgoing::{AccessLog, ResponseBody, Transform};
 use crate::exchange::tunnel::{self, ClientLink};
 use crate::exchange::upgrade;
 use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
@@ -48,12 +51,15 @@ use zipwire_cache::Cache;
 use zipwire_codings::Codings;
 use zipwire_rules::forward::{self, ViaEntries};
 use zipwire_rules::headers;
-use zipwire_rules::negotiate::{Coding, Negotiated};
+use zipwire_rules::negotiate::Negotiated;
 use zipwire_rules::Rules;
-use zipwire_rules::{admit, Decision, Gate, Grant, Path, Payload};
+use zipwire_rules::{admit, Decision, Path, Payload};
 use zipwire_rules::{RequestFacts, ResponseFacts};
 
 mod answers;
+mod gate;
+
+use gate::StreamGate;
 
 /// What every request of one server shares.
 #[derive(Debug)]
@@ -83,6 +89,8 @@ pub(crate) struct Proxy {
     tunnel_limits: tunnel::Limits,
     /// The compressed-variant cache, when `[cache] mode` is not off.
     cache: Option<Arc<Cache>>,
+    /// Compression dictionaries, when `[dictionaries] mode` is not off.
+    dictionaries: Option<Arc<Dictionaries>>,
 }
 
 impl Proxy {
@@ -121,7 +129,14 @@ impl Proxy {
             counters.cache.clone(),
             compression.offload,
         );
+        let dictionaries = Dictionaries::new(
+            &config.dictionaries,
+            (compression.zstd_level, compression.br_level),
+            counters.dictionaries.clone(),
+            &memory,
+        );
         Proxy {
+            dictionaries: dictionaries.map(Arc::new),
             upstreams: Upstreams::new(
                 &config.upstreams,
                 &config.upstream_roots,
@@ -201,6 +216,16 @@ impl Proxy {
             Ok(facts) => facts,
             Err(error) => return self.error_response(&error, log),
         };
+        // RFC 9842 is for secure contexts: TLS, or a browser's `localhost`.
+        let secure = parts
+            .extensions
+            .get::<Secure>()
+            .is_some_and(|secure| secure.0)
+            || peer.ip().is_loopback();
+        let ask = self
+            .dictionaries
+            .as_ref()
+            .and_then(|dictionaries| dictionaries.ask(&parts, secure));
         let mut lookup = None;
         if let Some(cache) = &self.cache {
             let mut found = cache.lookup(&parts);
@@ -212,7 +237,13 @@ impl Proxy {
             }
             if let Some((key, entry)) = hit {
                 return self
-                    .cached_response(cache, &key, &entry, &parts, &facts, log)
+                    .cached_response(
+                        cache,
+                        (&key, &entry),
+                        (&parts, &facts),
+                        (ask.as_ref(), secure),
+                        log,
+                    )
                     .await;
             }
             lookup = Some(found);
@@ -268,28 +299,64 @@ impl Proxy {
                 }
                 After::Serve(key, entry) => {
                     return self
-                        .cached_response(cache, &key, &entry, &parts, &facts, log)
+                        .cached_response(
+                            cache,
+                            (&key, &entry),
+                            (&parts, &facts),
+                            (ask.as_ref(), secure),
+                            log,
+                        )
                         .await
                 }
             },
             None => response,
         };
         let (mut head, upstream_body) = response.into_parts();
-        let (decision, flush, permit, encoder) =
-            self.response_filter(&facts, &mut head, parts.version);
+        let dictionaries = self.dictionaries.as_ref();
+        let candidate = dictionaries.and_then(|dictionaries| {
+            dictionaries.candidate(&parts, (head.status, &head.headers), secure, &self.rules)
+        });
+        let chosen = dictionaries
+            .zip(ask.as_ref())
+            .and_then(|(dictionaries, ask)| {
+                dictionaries.choose(ask, &parts.headers, &head.headers)
+            });
+        let (decision, flush, permit, encoder, used) =
+            self.response_filter(&facts, &mut head, parts.version, chosen);
+        if let Some(dictionaries) = dictionaries {
+            dictionaries.rewrite(
+                &mut head.headers,
+                &decision,
+                used.as_ref(),
+                ask.is_some(),
+                candidate.as_ref(),
+            );
+            if let Some(candidate) = candidate {
+                log.dictionary_fill(DictionaryFill::new(dictionaries.clone(), candidate));
+            }
+        }
         if self.cache.is_some() {
             strip_surrogate_control(&parts.headers, &mut head.headers);
         }
         if let Some(fill) = &mut cache_fill {
-            if let Decision::Compress { coding, .. } = decision {
+            if let (Decision::Compress { coding, .. }, None) = (decision, &used) {
                 fill.served_in(coding);
             }
         }
+        let transform = match (&used, decision) {
+            (Some(used), Decision::Compress { coding, .. }) => {
+                if let Some(dictionaries) = dictionaries {
+                    log.dictionary(used.clone(), dictionaries.clone());
+                }
+                Some(Transform::Dictionary(used.coding, coding))
+            }
+            _ => None,
+        };
         log.fill(cache_fill);
         let mut body = self.response_body_filter(
             decision,
             (flush, permit),
-            encoder,
+            (encoder, transform),
             &head,
             upstream_body,
             log,
@@ -305,7 +372,7 @@ impl Proxy {
         };
         // Counted once the head is going out: a body that failed before it became an error
         // response above, counted as that.
-        self.count_decision(&decision);
+        self.count_decision(&decision, used.is_some());
         body.cork_between_calls(more);
         Response::from_parts(head, body)
     }
@@ -450,15 +517,24 @@ impl Proxy {
     }
 
     /// Phase 4: decides what to do with the response and rewrites its headers for a client
-    /// speaking `version` ([`Self::count_decision`] counts it once the head goes out). Returns the decision, the flush policy a
-    /// compressed body follows, the memory permit a compressed or decoded body holds while it
-    /// runs, and the encoder it runs.
+    /// speaking `version` ([`Self::count_decision`] counts it once the head goes out). Returns
+    /// the decision, the flush policy a compressed body follows, the memory permit a
+    /// compressed or decoded body holds while it runs, the encoder it runs, and the
+    /// dictionary coding it runs in where `dictionary` was granted in place of the decision's
+    /// coding (the caller rewrites the fields for it).
     fn response_filter(
         &self,
         request: &RequestFacts,
         response: &mut ResponseParts,
         version: Version,
-    ) -> (Decision, FlushPolicy, Option<Permit>, Option<BodyEncoder>) {
+        dictionary: Option<Use>,
+    ) -> (
+        Decision,
+        FlushPolicy,
+        Option<Permit>,
+        Option<BodyEncoder>,
+        Option<Use>,
+    ) {
         // RFC 9112 §6.3: the transfer coding (which hyper's client has read by) overrides a
         // Content-Length, which an intermediary must remove before forwarding.
         if response.headers.contains_key(TRANSFER_ENCODING) {
@@ -474,9 +550,13 @@ impl Proxy {
             response: &facts,
             permit: None,
             encoder: None,
+            dictionary,
+            used: None,
         };
         let decision = admit(request, &facts, &self.rules, &mut gate, Path::Streamed);
-        let (mut permit, encoder) = (gate.permit, gate.encoder);
+        let (mut permit, encoder, used) = (gate.permit, gate.encoder, gate.used);
+        // A fallback or a refusal after the grant leaves the dictionary unused.
+        let used = used.filter(|_| matches!(decision, Decision::Compress { .. }));
         if let Decision::Decompress {
             payload: Payload::Transform,
         } = decision
@@ -508,53 +588,24 @@ impl Proxy {
         } else {
             self.flush
         };
-        (decision, flush, permit, encoder)
+        (decision, flush, permit, encoder, used)
     }
 
-    /// Counts what [`Self::response_filter`] decided for a response that goes out.
-    fn count_decision(&self, decision: &Decision) {
+    /// Counts what [`Self::response_filter`] decided for a response that goes out; one sent
+    /// in a dictionary coding (`delta`) is not counted under the ordinary coding it replaced.
+    fn count_decision(&self, decision: &Decision, delta: bool) {
         match decision.bypass() {
             Some(reason) => self.counters.bypassed.add(reason),
             None => match decision {
                 Decision::Compress { coding, .. } => {
                     Counters::bump(&self.counters.compressed);
-                    Counters::bump(&self.counters.codings.get(*coding).responses);
+                    if !delta {
+                        Counters::bump(&self.counters.codings.get(*coding).responses);
+                    }
                 }
                 _ => Counters::bump(&self.counters.decompressed),
             },
         }
-    }
-
-    /// The memory a compressing stream of `coding` holds, taken from the gate: up to
-    /// `coalesce` bytes of input and about as much output, plus the encoder's own state
-    /// ([`Codings::memory`]). When the gate refuses a windowed coding, the stateless gzip
-    /// encoder (no state of its own) is tried, if the client accepts gzip and it is offered:
-    /// then the second value names it. `None` when even that is refused: the response passes,
-    /// counted as a budget bypass.
-    fn memory_for(
-        &self,
-        request: &RequestFacts,
-        response: &ResponseFacts,
-        coding: Coding,
-    ) -> Option<(Option<Permit>, Option<Coding>)> {
-        let buffers = 2 * self.flush.coalesce as u64;
-        let state = self.codings.memory(coding, response.content_length) as u64;
-        if let Some(permit) = self.memory.try_acquire(buffers + state) {
-            return Some((Some(permit), None));
-        }
-        let gzip_offered = self.rules.offered.contains(&Coding::Gzip);
-        // As negotiation would between gzip and identity alone: a client that ranks identity
-        // above gzip gets the body as it is, not gzip.
-        let gzip_chosen = matches!(
-            request.accept_encoding.negotiate(&[Coding::Gzip]),
-            Negotiated::Coding(_)
-        );
-        if state == 0 || !gzip_offered || !gzip_chosen {
-            return None;
-        }
-        let permit = self.memory.try_acquire(buffers)?;
-        debug!(%coding, "memory gate: falling back to stateless gzip");
-        Some((Some(permit), Some(Coding::Gzip)))
     }
 
     /// Phase 5: the body the client gets.
@@ -562,7 +613,7 @@ impl Proxy {
         &self,
         decision: Decision,
         (flush, permit): (FlushPolicy, Option<Permit>),
-        encoder: Option<BodyEncoder>,
+        (encoder, transform): (Option<BodyEncoder>, Option<Transform>),
         head: &ResponseParts,
         upstream: UpstreamBody,
         mut log: AccessLog,
@@ -599,7 +650,8 @@ impl Proxy {
                 let encoder = encoder.unwrap_or_else(|| self.codings.encoder(coding, None));
                 let step_down = self.throttle.step_down.clone();
                 let gather = self.gather.clone();
-                ResponseBody::compress(upstream, log, coding, |body, meter| {
+                let transform = transform.unwrap_or(Transform::Compress(coding));
+                ResponseBody::compress(upstream, log, transform, |body, meter| {
                     let body = CompressBody::new(body, encoder, flush, meter)
                         .with_step_down(step_down)
                         .with_gather_gate(gather);
@@ -625,50 +677,3 @@ impl Proxy {
 /// `Surrogate-Capability`'s value: this cache's device token and what it does.
 const SURROGATE_CAPABILITY_VALUE: HeaderValue =
     HeaderValue::from_static("zipwire=\"Surrogate/1.0\"");
-
-/// The compressing side of a streamed response: the budget's switch and rate allowance (by
-/// the input the response is expected to bring: its length, else one call's worth), then the
-/// memory gate, which may grant the stateless gzip fallback instead. What it grants (the
-/// permit, the encoder) is the response body's to hold.
-struct StreamGate<'a> {
-    proxy: &'a Proxy,
-    request: &'a RequestFacts,
-    response: &'a ResponseFacts,
-    permit: Option<Permit>,
-    encoder: Option<BodyEncoder>,
-}
-
-impl Gate for StreamGate<'_> {
-    fn grant(&mut self, coding: Coding, payload: Payload) -> Grant {
-        let proxy = self.proxy;
-        if proxy.throttle.is_bypassing_new() {
-            return Grant::Refused;
-        }
-        if payload == Payload::Absent {
-            return Grant::Granted;
-        }
-        let length = self.response.content_length;
-        let expected = length.unwrap_or(proxy.flush.coalesce as u64);
-        if !proxy.throttle.admit(expected) {
-            return Grant::Refused;
-        }
-        let Some((permit, fallback)) = proxy.memory_for(self.request, self.response, coding) else {
-            return Grant::Refused;
-        };
-        self.permit = permit;
-        match fallback {
-            Some(fallback) => {
-                self.encoder = Some(proxy.codings.fallback());
-                Grant::Fallback(fallback)
-            }
-            None => {
-                self.encoder = Some(proxy.codings.encoder(coding, length));
-                Grant::Granted
-            }
-        }
-    }
-
-    fn can_gunzip(&self) -> bool {
-        self.proxy.gunzip.is_some()
-    }
-}

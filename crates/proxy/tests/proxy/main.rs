@@ -15,6 +15,7 @@ mod cache_fill;
 mod codings;
 mod compression;
 mod counted_errors;
+mod dictionaries;
 mod framing;
 mod http2;
 mod http2_raw;

@@ -191,6 +191,14 @@ fn sample_snapshot() -> Snapshot {
             encoder_seconds_saved: 0.5,
             ..crate::CacheStats::default()
         },
+        dictionaries: crate::DictionaryStats {
+            enabled: true,
+            offered: 9,
+            dcz: 5,
+            dcb: 2,
+            bytes_saved: 1_000,
+            ..crate::DictionaryStats::default()
+        },
     }
 }
 
@@ -237,7 +245,14 @@ fn every_metric_reads_back() {
         ("zipwire_proxy_tls_handshake_failures_total", None, 9.0),
         ("zipwire_proxy_upgrades_total", None, 6.0),
         ("zipwire_proxy_upgrades_active", None, 4.0),
+        ("zipwire_proxy_dictionary_offers_total", None, 9.0),
+        ("zipwire_proxy_dictionary_bytes_saved_total", None, 1_000.0),
     ];
+    for (coding, expected) in [("dcz", 5.0), ("dcb", 2.0)] {
+        let labels = [("coding", coding)];
+        let name = "zipwire_proxy_dictionary_responses_total";
+        assert_eq!(labelled(&samples, name, &labels), expected, "{coding}");
+    }
     for (name, expected) in [
         ("zipwire_proxy_coding_responses_total", 4.0),
         ("zipwire_proxy_coding_bytes_in_total", 4_000.0),
@@ -279,8 +294,9 @@ fn every_metric_reads_back() {
             "{labels:?}"
         );
     }
-    // The cache metrics not in `rows` (5 of them) are at 0.
-    assert_eq!(samples.len(), rows.len() + errors.len() + 5 + 5);
+    // The cache metrics not in `rows` (5 of them) are at 0; so are 9 of the dictionaries'
+    // 11 single metrics, beside the 2 labelled ones.
+    assert_eq!(samples.len(), rows.len() + errors.len() + 5 + 5 + 9 + 2);
     assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
 }
 
@@ -288,7 +304,7 @@ fn every_metric_reads_back() {
 fn empty_snapshot_has_every_family() {
     let text = Snapshot::default().to_prometheus();
     let samples = parse(&text);
-    assert_eq!(text.matches("# TYPE ").count(), 35);
+    assert_eq!(text.matches("# TYPE ").count(), 47);
     // Every error series is there at 0 before the first error.
     let errors = samples
         .iter()

@@ -22,7 +22,7 @@ use zipwire_proxy::{Hurry, ProxyConfig, TlsReloader};
 
 use crate::cli::ProxyArgs;
 use crate::proxy::raw::{
-    Listen, Quantity, RawBudget, RawCompression, RawConfig, RawTimeouts, RawTls,
+    Listen, Quantity, RawBudget, RawCompression, RawConfig, RawDictionaries, RawTimeouts, RawTls,
 };
 
 pub use self::render::render;
@@ -192,6 +192,7 @@ fn set_by_flags(flags: &RawConfig, key: &str) -> bool {
         "budget.max_memory" => b.max_memory.is_some(),
         "budget.gather_memory" => b.gather_memory.is_some(),
         "timeouts.client_body" => flags.timeouts.client_body.is_some(),
+        "dictionaries.mode" => flags.dictionaries.mode.is_some(),
         // These three are checked together ("tls.cert is given without its key" is told
         // under tls.key): a flag that gave any of them is what made the set incomplete.
         "tls.listen" | "tls.cert" | "tls.key" => {
@@ -237,6 +238,10 @@ fn flags(args: &ProxyArgs) -> RawConfig {
                 .client_body_timeout
                 .map(|t| Quantity::Text(crate::value::format_duration(t))),
             ..RawTimeouts::default()
+        },
+        dictionaries: RawDictionaries {
+            mode: args.dictionaries.clone(),
+            ..RawDictionaries::default()
         },
         tls: RawTls {
             listen: (!args.tls_listen.is_empty())

@@ -52,6 +52,25 @@ pub struct RawConfig {
     pub tls: RawTls,
     /// `[cache]`: absent means no cache; present, `mode` defaults to `revalidate`.
     pub cache: Option<RawCache>,
+    /// `[dictionaries]`.
+    #[serde(default)]
+    pub dictionaries: RawDictionaries,
+}
+
+/// `[dictionaries]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDictionaries {
+    /// `mode`: "auto", "origin" or "off".
+    pub mode: Option<String>,
+    /// `max_memory`: bytes of dictionaries held.
+    pub max_memory: Option<Quantity>,
+    /// `max_count`: dictionaries held.
+    pub max_count: Option<i64>,
+    /// `max_size`: the largest dictionary.
+    pub max_size: Option<Quantity>,
+    /// `codings`: "dcz", "dcb", in order of preference.
+    pub codings: Option<Vec<String>>,
 }
 
 /// `[cache]`.
@@ -315,6 +334,13 @@ impl RawConfig {
                     lock_timeout: top.lock_timeout.or(base.lock_timeout),
                 }),
                 (top, base) => top.or(base),
+            },
+            dictionaries: RawDictionaries {
+                mode: top.dictionaries.mode.or(self.dictionaries.mode),
+                max_memory: top.dictionaries.max_memory.or(self.dictionaries.max_memory),
+                max_count: top.dictionaries.max_count.or(self.dictionaries.max_count),
+                max_size: top.dictionaries.max_size.or(self.dictionaries.max_size),
+                codings: top.dictionaries.codings.or(self.dictionaries.codings),
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

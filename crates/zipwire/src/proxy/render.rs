@@ -134,6 +134,19 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         quote(&format_duration(cache.lock_timeout))
     )?;
 
+    let dictionaries = &config.dictionaries;
+    writeln!(out, "\n[dictionaries]")?;
+    writeln!(out, "mode = {}", quote(dictionaries.mode.as_str()))?;
+    writeln!(out, "max_memory = {}", size(dictionaries.limits.max_memory))?;
+    writeln!(out, "max_count = {}", dictionaries.limits.max_count)?;
+    writeln!(out, "max_size = {}", size(dictionaries.limits.max_size))?;
+    let codings: Vec<String> = dictionaries
+        .codings
+        .iter()
+        .map(|coding| quote(coding.as_str()))
+        .collect();
+    writeln!(out, "codings = [{}]", codings.join(", "))?;
+
     writeln!(out, "\n[forwarding]")?;
     writeln!(
         out,

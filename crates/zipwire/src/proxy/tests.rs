@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 53);
+    assert_eq!(example.len(), 58);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -352,6 +352,14 @@ fn rejections_name_the_key() {
         (
             "[cache]\nmax_object = \"64MiB\"",
             "cache.max_object: 67108864 is over a quarter of cache.max_memory (134217728): one object would crowd out the rest",
+        ),
+        ("[dictionaries]\nmode = \"on\"", "dictionaries.mode: \"on\" is not \"auto\", \"origin\" or \"off\""),
+        ("[dictionaries]\ncodings = [\"dcz\", \"br\"]", "dictionaries.codings[1]: \"br\" is not \"dcz\" or \"dcb\""),
+        ("[dictionaries]\ncodings = []", "dictionaries.codings: is empty: set mode = \"off\" to use no dictionary coding"),
+        ("[dictionaries]\nmax_count = 0", "dictionaries.max_count: 0 is not a count 1-1000000"),
+        (
+            "[dictionaries]\nmax_memory = \"1MiB\"\nmax_size = \"2MiB\"",
+            "dictionaries.max_size: 2097152 is over dictionaries.max_memory (1048576): no dictionary that large could be held",
         ),
         ("[budget]\nmax_cpu = 0", "budget.max_cpu: 0 is not a positive percentage"),
         ("[budget]\nmax_cpu = -3.5", "budget.max_cpu: -3.5 is not a positive percentage"),

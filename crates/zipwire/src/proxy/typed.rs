@@ -12,14 +12,17 @@ use std::net::SocketAddr;
 use http::HeaderValue;
 use zipwire_codec::Level;
 use zipwire_proxy::{
-    BrotliLevel, CacheMode, CacheSettings, CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls,
-    TypePattern, Upstream, UpstreamRoots, ZstdLevel,
+    BrotliLevel, CertificateFiles, Coding, Http2Limits, ProxyConfig, Tls, TypePattern, Upstream,
+    UpstreamRoots, ZstdLevel,
 };
 
-use crate::proxy::raw::{RawCache, RawConfig, RawHttp2, RawTls};
+use crate::proxy::raw::{RawConfig, RawHttp2, RawTls};
 use crate::value;
 
+mod stores;
 mod values;
+
+use stores::{cache, dictionaries};
 
 use values::{at, duration, int_in, positive_duration, size, size_in};
 
@@ -251,6 +254,7 @@ impl TryFrom<RawConfig> for ProxyConfig {
         if let Some(raw_cache) = &raw.cache {
             config.cache = cache(raw_cache)?;
         }
+        config.dictionaries = dictionaries(&raw.dictionaries)?;
 
         if let Some(x_forwarded_for) = raw.forwarding.x_forwarded_for {
             config.forwarding.x_forwarded_for = x_forwarded_for;
@@ -542,50 +546,4 @@ fn pseudonym(text: &str) -> Result<Option<String>, ConfigError> {
 /// RFC 9110 §5.6.2 `tchar`.
 fn is_tchar(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
-}
-
-/// `[cache]`: present means on, in `revalidate` mode unless `mode` says otherwise.
-fn cache(raw: &RawCache) -> Result<CacheSettings, ConfigError> {
-    let mut cache = CacheSettings {
-        mode: CacheMode::Revalidate,
-        ..CacheSettings::default()
-    };
-    if let Some(mode) = &raw.mode {
-        cache.mode = match mode.as_str() {
-            "off" => CacheMode::Off,
-            "revalidate" => CacheMode::Revalidate,
-            "fresh" => CacheMode::Fresh,
-            other => {
-                return Err(ConfigError::new(
-                    "cache.mode",
-                    format!("{other:?} is not \"off\", \"revalidate\" or \"fresh\""),
-                ))
-            }
-        };
-    }
-    if let Some(max) = &raw.max_object {
-        cache.max_object = size_in("cache.max_object", max, 1..=1 << 30)?;
-    }
-    if let Some(max) = &raw.max_memory {
-        cache.max_memory = size_in("cache.max_memory", max, 1 << 20..=u64::MAX)?;
-    }
-    if cache.max_object > cache.max_memory / 4 {
-        return Err(ConfigError::new(
-            "cache.max_object",
-            format!(
-                "{} is over a quarter of cache.max_memory ({}): one object would crowd out the rest",
-                cache.max_object, cache.max_memory
-            ),
-        ));
-    }
-    if let Some(store) = raw.store_set_cookie {
-        cache.store_set_cookie = store;
-    }
-    if let Some(recompress) = raw.recompress {
-        cache.recompress = recompress;
-    }
-    if let Some(timeout) = &raw.lock_timeout {
-        cache.lock_timeout = duration("cache.lock_timeout", timeout)?;
-    }
-    Ok(cache)
 }

@@ -10,6 +10,7 @@ use tracing::{debug, warn};
 
 use super::Proxy;
 use crate::cache::serve::{self, Encoders};
+use crate::dictionary::{Ask, Context};
 use crate::error::{ProxyError, Side};
 use crate::exchange::outgoing::{AccessLog, ResponseBody, Transform};
 use crate::exchange::upstream::Chain;
@@ -24,12 +25,16 @@ impl Proxy {
     pub(super) async fn cached_response(
         &self,
         cache: &Cache,
-        key: &str,
-        entry: &Arc<Entry>,
-        request: &RequestParts,
-        facts: &RequestFacts,
+        (key, entry): (&str, &Arc<Entry>),
+        (request, facts): (&RequestParts, &RequestFacts),
+        (ask, secure): (Option<&Ask>, bool),
         mut log: AccessLog,
     ) -> Response<ResponseBody> {
+        let dictionary = self.dictionaries.as_deref().map(|dictionaries| Context {
+            dictionaries,
+            ask,
+            secure,
+        });
         let encoders = Encoders {
             rules: &self.rules,
             codings: &self.codings,
@@ -37,21 +42,37 @@ impl Proxy {
             gunzip: self.gunzip,
             counters: &self.counters,
         };
-        match serve::serve(cache, key, entry, request, facts, &encoders).await {
+        match serve::serve(cache, key, entry, (request, facts), &encoders, dictionary).await {
             Ok(served) => {
                 log.set_status(served.status);
-                self.count_decision(&served.decision);
+                self.count_decision(&served.decision, served.delta.is_some());
                 log.set_bypass(served.decision.bypass());
-                log.set_transform(match served.decision {
-                    Decision::Compress {
-                        coding,
-                        payload: Payload::Transform,
-                    } => Transform::Compress(coding),
-                    Decision::Decompress {
-                        payload: Payload::Transform,
-                    } => Transform::Decompress,
+                log.set_transform(match (served.decision, served.delta) {
+                    (
+                        Decision::Compress {
+                            coding,
+                            payload: Payload::Transform,
+                        },
+                        Some(delta),
+                    ) => Transform::Dictionary(delta, coding),
+                    (
+                        Decision::Compress {
+                            coding,
+                            payload: Payload::Transform,
+                        },
+                        None,
+                    ) => Transform::Compress(coding),
+                    (
+                        Decision::Decompress {
+                            payload: Payload::Transform,
+                        },
+                        _,
+                    ) => Transform::Decompress,
                     _ => Transform::None,
                 });
+                if let (Some(used), Some(dictionaries)) = (served.used, &self.dictionaries) {
+                    log.dictionary(used, dictionaries.clone());
+                }
                 let body = match served.body.is_empty() {
                     true => ResponseBody::empty(log),
                     false => ResponseBody::stored(served.body, log),

@@ -1,0 +1,449 @@
+//! Compression dictionaries in the proxy (RFC 9842): which responses become dictionaries,
+//! which requests get a delta, and the header fields both carry. The protocol pieces (fields,
+//! the cross-origin check, the store, the version patterns) are the `zipwire-dictionary`
+//! crate; the encoders are `zipwire-codings`' zstd and brotli streams given a dictionary.
+//!
+//! - A response becomes a dictionary ([`Dictionaries::candidate`]) when it is a fresh 200 to
+//!   a GET in identity, and either the origin marked it with `Use-As-Dictionary`, or (`auto`)
+//!   it is a compressible, shared-cacheable versioned asset that the proxy marks itself with
+//!   a `match` covering its other versions. Its body is copied as it streams
+//!   ([`fill::DictionaryFill`]) and stored when it ends as framed.
+//! - A request gets a delta ([`Dictionaries::choose`]) when it lists `dcz` or `dcb`, names a
+//!   stored dictionary of the same origin in `Available-Dictionary`, is not a range request,
+//!   and passes the cross-origin check; the rest of the decision (type, size, budget,
+//!   `no-transform`, an origin's own coding) is the ordinary one, so a response that would
+//!   not be compressed is not sent as a delta either.
+//! - Only on TLS connections, or from a loopback peer (a browser's `localhost`): RFC 9842 is
+//!   for secure contexts, and a middlebox on a cleartext path may not know the codings.
+
+pub(crate) mod fill;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::{
+    HeaderMap, HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH,
+    CONTENT_RANGE, HOST, RANGE, SET_COOKIE,
+};
+use http::request::Parts as RequestParts;
+use http::{Method, StatusCode};
+use tracing::debug;
+use zipwire_adapt::{MemoryGate, Permit};
+
+use crate::encode::body::BodyMeter;
+use zipwire_codings::{dictionary as codec, BodyEncoder, BrotliLevel, ZstdLevel};
+use zipwire_dictionary::fields::{self, USE_AS_DICTIONARY};
+use zipwire_dictionary::gate::{self, Allowed};
+use zipwire_dictionary::{
+    version, Accepted, DictCoding, Dictionary, Hash, Limits, Mode, Store, UseAsDictionary,
+};
+use zipwire_rules::{headers, list, Decision, ResponseFacts, Rules, Vary};
+
+/// `[dictionaries]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DictionarySettings {
+    /// `auto` (the default), `origin` or `off`.
+    pub mode: Mode,
+    /// The store's caps.
+    pub limits: Limits,
+    /// The dictionary codings offered, in the proxy's order of preference (default `dcz`,
+    /// then `dcb`): the first the client lists is sent.
+    pub codings: Vec<DictCoding>,
+}
+
+impl Default for DictionarySettings {
+    fn default() -> DictionarySettings {
+        DictionarySettings {
+            mode: Mode::default(),
+            limits: Limits::default(),
+            codings: DictCoding::ALL.to_vec(),
+        }
+    }
+}
+
+/// What the proxy counts of dictionaries, for `/stats`, `/metrics` and the dashboard.
+#[derive(Debug, Default)]
+pub struct DictionaryCounters {
+    /// Whether dictionaries are on.
+    pub enabled: AtomicBool,
+    /// Requests that named a dictionary and listed `dcz` or `dcb`.
+    pub offered: AtomicU64,
+    /// Responses sent as `dcz`.
+    pub dcz: AtomicU64,
+    /// Responses sent as `dcb`.
+    pub dcb: AtomicU64,
+    /// Requests whose `Available-Dictionary` named no dictionary held for their origin.
+    pub unknown: AtomicU64,
+    /// Requests the cross-origin check refused a dictionary coding.
+    pub refused: AtomicU64,
+    /// Responses the proxy marked with `Use-As-Dictionary` itself (`auto`).
+    pub marked: AtomicU64,
+    /// Dictionaries stored.
+    pub stored: AtomicU64,
+    /// Dictionaries dropped to stay within the caps, or expired.
+    pub evicted: AtomicU64,
+    /// Dictionaries held now (gauge).
+    pub held: AtomicU64,
+    /// Bytes the store holds now (gauge).
+    pub held_bytes: AtomicU64,
+    /// Identity bytes of the bodies sent in a dictionary coding.
+    pub bytes_in: AtomicU64,
+    /// Bytes those bodies took on the wire.
+    pub bytes_out: AtomicU64,
+    /// Bytes they saved against the coding each client would have got otherwise, estimated
+    /// from that coding's running ratio.
+    pub bytes_saved: AtomicU64,
+}
+
+impl DictionaryCounters {
+    /// The counter of responses sent in `coding`.
+    pub fn uses(&self, coding: DictCoding) -> &AtomicU64 {
+        match coding {
+            DictCoding::Dcz => &self.dcz,
+            DictCoding::Dcb => &self.dcb,
+        }
+    }
+}
+
+/// What a request brings: the dictionary it names and the codings it lists.
+#[derive(Clone, Debug)]
+pub(crate) struct Ask {
+    hash: Hash,
+    accepted: Accepted,
+    origin: String,
+}
+
+/// A dictionary coding chosen for one response.
+#[derive(Clone, Debug)]
+pub(crate) struct Use {
+    pub(crate) coding: DictCoding,
+    pub(crate) dictionary: Arc<Dictionary>,
+    allowed: Allowed,
+}
+
+impl Use {
+    /// For the access log: the coding and the first bytes of the hash.
+    pub(crate) fn describe(&self) -> String {
+        format!("{}:{}", self.coding, self.dictionary.hash.short())
+    }
+}
+
+/// A response whose body becomes a dictionary once it has streamed whole.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
+    origin: String,
+    lifetime: Duration,
+    id: Option<String>,
+    /// The `Use-As-Dictionary` the proxy adds (`auto`); `None` when the origin sent one.
+    mark: Option<HeaderValue>,
+}
+
+/// One server's dictionaries: the store, the mode, the levels deltas are made at.
+pub(crate) struct Dictionaries {
+    mode: Mode,
+    codings: Vec<DictCoding>,
+    store: Store,
+    counters: Arc<DictionaryCounters>,
+    levels: (ZstdLevel, BrotliLevel),
+    /// zstd's state per stream by window log 10..=23, measured at start.
+    zstd_memory: Vec<usize>,
+    /// The store's bytes, counted in the memory gate.
+    held: Mutex<Permit>,
+}
+
+impl std::fmt::Debug for Dictionaries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dictionaries")
+            .field("mode", &self.mode)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+impl Dictionaries {
+    /// The dictionaries of a server; `None` when `mode` is off.
+    pub(crate) fn new(
+        settings: &DictionarySettings,
+        levels: (ZstdLevel, BrotliLevel),
+        counters: Arc<DictionaryCounters>,
+        memory: &MemoryGate,
+    ) -> Option<Dictionaries> {
+        if settings.mode == Mode::Off {
+            return None;
+        }
+        counters.enabled.store(true, Ordering::Relaxed);
+        let zstd_memory = (zipwire_codings::MIN_WINDOW_LOG..=codec::DCZ_MAX_WINDOW_LOG)
+            .map(|log| zipwire_codings::zstd::measure(levels.0, log))
+            .collect();
+        Some(Dictionaries {
+            mode: settings.mode,
+            codings: settings.codings.clone(),
+            store: Store::new(settings.limits),
+            counters,
+            levels,
+            zstd_memory,
+            held: Mutex::new(memory.account(0)),
+        })
+    }
+
+    /// The store, for the cache's background worker.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Reads what `request` asks for; `None` unless it names a dictionary, lists `dcz` or
+    /// `dcb`, and came over TLS or from loopback (`secure`).
+    pub(crate) fn ask(&self, request: &RequestParts, secure: bool) -> Option<Ask> {
+        if !secure {
+            return None;
+        }
+        let hash = fields::available_dictionary(&request.headers)?;
+        let accepted = Accepted::from_headers(&request.headers);
+        if !accepted.any() {
+            return None;
+        }
+        self.counters.offered.fetch_add(1, Ordering::Relaxed);
+        Some(Ask {
+            hash,
+            accepted,
+            origin: origin_of(request)?,
+        })
+    }
+
+    /// The dictionary coding for a response with `response` fields to the request that made
+    /// `ask`, if one may be used (see the module documentation).
+    pub(crate) fn choose(
+        &self,
+        ask: &Ask,
+        request: &HeaderMap,
+        response: &HeaderMap,
+    ) -> Option<Use> {
+        if request.contains_key(RANGE) {
+            return None;
+        }
+        let Some(dictionary) = self.store.get(&ask.hash, &ask.origin, SystemTime::now()) else {
+            self.counters.unknown.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let coding = self.codings.iter().copied().find(|coding| match coding {
+            DictCoding::Dcz => ask.accepted.dcz && codec::usable_for_dcz(&dictionary.bytes),
+            DictCoding::Dcb => ask.accepted.dcb,
+        })?;
+        let Some(allowed) = gate::check(request, response) else {
+            self.counters.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        Some(Use {
+            coding,
+            dictionary,
+            allowed,
+        })
+    }
+
+    /// A fresh encoder for `used` and a body of `length`, at the request-path levels.
+    pub(crate) fn encoder(&self, used: &Use, length: Option<u64>) -> BodyEncoder {
+        let dictionary = &used.dictionary;
+        codec::encoder(
+            used.coding,
+            &dictionary.bytes,
+            &dictionary.hash,
+            length,
+            self.levels,
+        )
+    }
+
+    /// The bytes of state that encoder holds (see [`codec::memory`]).
+    pub(crate) fn memory(&self, used: &Use, length: Option<u64>) -> usize {
+        let zstd = |log: u32| {
+            let index = log.saturating_sub(zipwire_codings::MIN_WINDOW_LOG) as usize;
+            self.zstd_memory.get(index).copied().unwrap_or(0)
+        };
+        codec::memory(
+            used.coding,
+            used.dictionary.bytes.len(),
+            length,
+            (&zstd, self.levels.1),
+        )
+    }
+
+    /// Whether the response with `response` parts to `request` becomes a dictionary (see the
+    /// module documentation); `secure` as for [`Dictionaries::ask`].
+    pub(crate) fn candidate(
+        &self,
+        request: &RequestParts,
+        (status, fields): (StatusCode, &HeaderMap),
+        secure: bool,
+        rules: &Rules,
+    ) -> Option<Candidate> {
+        if request.method != Method::GET
+            || status != StatusCode::OK
+            || fields.contains_key(CONTENT_ENCODING)
+            || fields.contains_key(CONTENT_RANGE)
+        {
+            return None;
+        }
+        let length = fields
+            .get(CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+        if length.is_some_and(|length| length == 0 || length > self.store.limits().max_size) {
+            return None;
+        }
+        let lifetime = zipwire_dictionary::lifetime(fields)?;
+        let origin = origin_of(request)?;
+        if let Some(marked) = UseAsDictionary::from_headers(fields) {
+            return Some(Candidate {
+                origin,
+                lifetime,
+                id: marked.id,
+                mark: None,
+            });
+        }
+        if self.mode != Mode::Auto || !secure || fields.contains_key(USE_AS_DICTIONARY) {
+            return None;
+        }
+        // Shared-cacheable only: never a response meant for one client.
+        let private = list::elements(fields.get_all(CACHE_CONTROL)).any(|directive| {
+            let name = directive.split(|&b| b == b'=').next().unwrap_or_default();
+            name.eq_ignore_ascii_case(b"private")
+        });
+        if private || fields.contains_key(SET_COOKIE) || request.headers.contains_key(AUTHORIZATION)
+        {
+            return None;
+        }
+        let facts = ResponseFacts::from_parts(status, fields);
+        let media = facts.content_type.as_ref()?;
+        if !rules.is_compressible(media) {
+            return None;
+        }
+        let pattern = version::pattern_for(request.uri.path())?;
+        let mark = UseAsDictionary::matching(pattern).to_header_value()?;
+        Some(Candidate {
+            origin,
+            lifetime,
+            id: None,
+            mark: Some(mark),
+        })
+    }
+
+    /// Rewrites a response's fields for what was chosen: a dictionary coding's
+    /// `Content-Encoding` and `Vary` (with the fields the cross-origin check read), or for a
+    /// request that named a dictionary, `Available-Dictionary` in `Vary` wherever
+    /// `Accept-Encoding` is; and the proxy's own `Use-As-Dictionary` on a candidate.
+    pub(crate) fn rewrite(
+        &self,
+        fields: &mut HeaderMap,
+        decision: &Decision,
+        used: Option<&Use>,
+        asked: bool,
+        candidate: Option<&Candidate>,
+    ) {
+        if let Some(used) = used {
+            fields.insert(
+                CONTENT_ENCODING,
+                HeaderValue::from_static(used.coding.as_str()),
+            );
+            let mut vary = vec!["Accept-Encoding", "Available-Dictionary"];
+            vary.extend_from_slice(used.allowed.vary());
+            headers::add_vary(fields, &vary);
+        } else if asked && merges_vary(decision) {
+            headers::add_vary(fields, &["Accept-Encoding", "Available-Dictionary"]);
+        }
+        if let Some(mark) = candidate.and_then(|candidate| candidate.mark.clone()) {
+            fields.insert(USE_AS_DICTIONARY, mark);
+            self.counters.marked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stores a candidate's whole body.
+    pub(crate) fn store_body(&self, candidate: &Candidate, body: Bytes) {
+        let stored = self.store.insert(
+            &candidate.origin,
+            body,
+            candidate.lifetime,
+            SystemTime::now(),
+            candidate.id.clone(),
+            candidate.mark.is_some(),
+        );
+        if let Some(hash) = stored {
+            debug!(hash = %hash.short(), origin = candidate.origin, "dictionary stored");
+        }
+        self.account();
+    }
+
+    /// Brings the gauges and the memory gate's count up to date.
+    fn account(&self) {
+        let counters = self.store.counters();
+        let bytes = self.store.memory();
+        self.counters
+            .stored
+            .store(counters.stored.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.counters.evicted.store(
+            counters.evicted.load(Ordering::Relaxed) + counters.expired.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        self.counters
+            .held
+            .store(self.store.len() as u64, Ordering::Relaxed);
+        self.counters.held_bytes.store(bytes, Ordering::Relaxed);
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = held.bytes();
+        if bytes > now {
+            held.grow_anyway(bytes - now);
+        } else {
+            held.shrink(now - bytes);
+        }
+    }
+
+    /// Counts a body sent in a dictionary coding: `identity` bytes became `sent`, where the
+    /// client's ordinary coding would have sent `ordinary` (known or estimated).
+    pub(crate) fn count_use(&self, coding: DictCoding, identity: u64, sent: u64, ordinary: u64) {
+        let counters = &self.counters;
+        counters.uses(coding).fetch_add(1, Ordering::Relaxed);
+        counters.bytes_in.fetch_add(identity, Ordering::Relaxed);
+        counters.bytes_out.fetch_add(sent, Ordering::Relaxed);
+        counters
+            .bytes_saved
+            .fetch_add(ordinary.saturating_sub(sent), Ordering::Relaxed);
+    }
+}
+
+/// What `identity` bytes would have taken in the coding whose totals `meter` holds, at the
+/// ratio that coding has had so far (the identity length before it has compressed anything).
+pub(crate) fn estimate(meter: &BodyMeter, identity: u64) -> u64 {
+    let taken = meter.bytes_in.load(Ordering::Relaxed);
+    let made = meter.bytes_out.load(Ordering::Relaxed);
+    if taken == 0 {
+        return identity;
+    }
+    (identity as f64 * made as f64 / taken as f64) as u64
+}
+
+/// What a response made by the proxy itself (the cache phase) needs of the dictionaries.
+#[derive(Clone, Copy)]
+pub(crate) struct Context<'a> {
+    pub(crate) dictionaries: &'a Dictionaries,
+    /// What the request asked for, if it named a dictionary.
+    pub(crate) ask: Option<&'a Ask>,
+    /// TLS, or a loopback peer.
+    pub(crate) secure: bool,
+}
+
+/// Whether a decision merges `Accept-Encoding` into `Vary`.
+fn merges_vary(decision: &Decision) -> bool {
+    match decision {
+        Decision::Compress { .. } | Decision::Decompress { .. } => true,
+        Decision::Pass { vary, .. } => *vary != Vary::Unchanged,
+    }
+}
+
+/// The origin a request addresses, as the store keys it: its `Host` (or the target's
+/// authority), in lower case.
+fn origin_of(request: &RequestParts) -> Option<String> {
+    let host = match request.uri.authority() {
+        Some(authority) => authority.as_str().to_owned(),
+        None => request.headers.get(HOST)?.to_str().ok()?.to_owned(),
+    };
+    Some(host.to_ascii_lowercase())
+}
