@@ -89,7 +89,26 @@ for lines in 'gzip, deflate, br, zstd' 'gzip;q=1.0, identity; q=0.5, *;q=0' 'br;
     i=$((i + 1))
     printf "$lines" > "corpus/accept_encoding/seed-$i"
 done
-for target in inflate gzip_header roundtrip window tunnel_frames accept_encoding cli_decompress; do
+# dictionary: a selector byte, then fields and paths one per line; one seed is a zstd delta
+# between the starts of two versions of a library (selector 0x80: the first 4096 bytes of the
+# rest are the dictionary, the remainder the frame made against it).
+mkdir -p corpus/dictionary
+i=0
+for lines in 'match="/lib/jquery-*.min.js", match-dest=("script"), id="v1"' \
+    ':pZGm1Av0IEBKARczz7exkNYsZb8LzaMrV7J32a2fFG4=:' 'gzip, deflate, br, zstd, dcb, dcz' \
+    'public, max-age=0, stale-while-revalidate=600' '/static/main.3f9a2c1e.js' '/npm/vue@3.5.13/dist/vue.js'; do
+    i=$((i + 1))
+    { printf '\x01'; printf '%s' "$lines"; } > "corpus/dictionary/seed-$i"
+done
+{ printf '\x01'; ls "$src/versions" 2>/dev/null | sed 's|^|/lib/|'; } > corpus/dictionary/paths
+if [ -f "$src/versions/jquery-3.7.0.min.js" ]; then
+    dict=$(mktemp)
+    head -c 4096 "$src/versions/jquery-3.7.0.min.js" > "$dict"
+    { printf '\x80'; cat "$dict"; head -c 4096 "$src/versions/jquery-3.7.1.min.js" | zstd -q -c -D "$dict"; } \
+        > corpus/dictionary/dcz
+    rm -f "$dict"
+fi
+for target in inflate gzip_header roundtrip window tunnel_frames accept_encoding cli_decompress dictionary; do
     count=$(ls "corpus/$target" | wc -l)
     printf 'seed.sh: %s: %s inputs\n' "$target" "$count"
     if [ "$count" = 0 ] && [ "${CI:-}" = true ]; then

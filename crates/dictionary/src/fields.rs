@@ -215,6 +215,37 @@ impl Accepted {
     }
 }
 
+/// Removes what names a dictionary from a request before it goes upstream: the proxy makes
+/// the deltas, so the origin is never asked for one it might answer with a `dcb` or `dcz`
+/// body for this client alone (`Available-Dictionary`, `Dictionary-ID`, and `dcb` and `dcz`
+/// in `Accept-Encoding`; an `Accept-Encoding` left empty is removed).
+pub fn strip_for_upstream(headers: &mut HeaderMap) {
+    headers.remove(AVAILABLE_DICTIONARY);
+    headers.remove(DICTIONARY_ID);
+    let mut kept: Vec<&[u8]> = Vec::new();
+    let mut dropped = false;
+    for element in list::elements(headers.get_all(ACCEPT_ENCODING)) {
+        let name = list::trim_ows(element.split(|&b| b == b';').next().unwrap_or_default());
+        if name.eq_ignore_ascii_case(b"dcz") || name.eq_ignore_ascii_case(b"dcb") {
+            dropped = true;
+        } else {
+            kept.push(element);
+        }
+    }
+    if !dropped {
+        return;
+    }
+    let joined = kept.join(&b", "[..]);
+    match HeaderValue::from_bytes(&joined) {
+        Ok(value) if !joined.is_empty() => {
+            headers.insert(ACCEPT_ENCODING, value);
+        }
+        _ => {
+            headers.remove(ACCEPT_ENCODING);
+        }
+    }
+}
+
 /// The weight of an element's parameters: 1 without `q`, `None` when malformed.
 fn weight<'a>(parameters: impl Iterator<Item = &'a [u8]>) -> Option<QValue> {
     let mut weight = QValue::ONE;

@@ -301,3 +301,101 @@ fn check_transformed(before: &HeaderMap, after: &HeaderMap, vary_star: bool) {
         }
     }
 }
+
+/// RFC 9842's fields and bodies from arbitrary bytes: the first byte picks how the rest is
+/// read. Each line of the rest is read as `Use-As-Dictionary`, `Available-Dictionary`,
+/// `Dictionary-ID`, `Accept-Encoding` and `Cache-Control`, and as a path given a version
+/// pattern; then the rest is split into a dictionary and a stream, read as a `dcz` and a `dcb`
+/// body (with and without the header naming that dictionary). Nothing may
+/// panic; a parsed `Use-As-Dictionary` serializes back to itself; a version pattern is valid
+/// and matches its own path; a body decodes within its limit or not at all.
+///
+/// # Panics
+///
+/// When an invariant does not hold.
+pub fn dictionary(data: &[u8]) {
+    use zipwire_dictionary::fields::{self, USE_AS_DICTIONARY};
+    use zipwire_dictionary::{pattern, version, Accepted, DictCoding, UseAsDictionary};
+
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    for line in rest.split(|&b| b == b'\n') {
+        let Ok(value) = HeaderValue::from_bytes(line) else {
+            continue;
+        };
+        let mut headers = HeaderMap::new();
+        for name in [
+            "use-as-dictionary",
+            "available-dictionary",
+            "dictionary-id",
+            "accept-encoding",
+            "cache-control",
+        ] {
+            headers.insert(HeaderName::from_static(name), value.clone());
+        }
+        if let Some(parsed) = UseAsDictionary::from_headers(&headers) {
+            assert!(pattern::is_valid(&parsed.pattern));
+            if let Some(written) = parsed.to_header_value() {
+                let mut again = HeaderMap::new();
+                again.insert(USE_AS_DICTIONARY, written);
+                assert_eq!(UseAsDictionary::from_headers(&again), Some(parsed));
+            }
+        }
+        let _ = fields::available_dictionary(&headers);
+        let _ = fields::dictionary_id(&headers);
+        let _ = Accepted::from_headers(&headers);
+        let _ = zipwire_dictionary::lifetime(&headers);
+        if let Ok(path) = std::str::from_utf8(line) {
+            if let Some(found) = version::pattern_for(path) {
+                assert!(pattern::is_valid(&found), "{found}");
+                assert_eq!(pattern::matches(&found, path), Some(true), "{found} {path}");
+            }
+        }
+    }
+    // The selector's top six bits give the dictionary's length in 128-byte steps, taken from
+    // the front of the rest (a fixed one when the low bits are 1); the remainder is the
+    // stream. An even selector leaves the output unbounded (1 MiB).
+    let (dictionary, stream) = if selector & 3 == 1 {
+        (&b"function(){return 'zipwire dictionary'}"[..], rest)
+    } else {
+        rest.split_at((usize::from(selector >> 2) * 128).min(rest.len()))
+    };
+    let limit = match selector % 2 {
+        0 => 1 << 20,
+        _ => u64::from(selector) * 64,
+    };
+    for coding in [DictCoding::Dcz, DictCoding::Dcb] {
+        let mut body = coding.header(&zipwire_dictionary::Hash::of(dictionary));
+        body.extend_from_slice(stream);
+        for input in [stream, body.as_slice()] {
+            if let Ok(decoded) =
+                zipwire_codings::dictionary::decode(coding, dictionary, input, limit)
+            {
+                assert!(decoded.len() as u64 <= limit);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zipwire_dictionary::{DictCoding, Hash};
+
+    /// The dictionary target's body on a few inputs, a real delta among them.
+    #[test]
+    fn dictionary_body_runs_on_real_inputs() {
+        super::dictionary(b"");
+        super::dictionary(b"\x01match=\"/a/*\", id=\"x\"\n/lib/jquery-3.7.1.min.js\n:AAAA:");
+        let dictionary = vec![b'a'; 4096];
+        let mut body = vec![0x80];
+        body.extend_from_slice(&dictionary);
+        let delta =
+            zipwire_codings::dictionary::dcz_one_shot(&dictionary.clone().into(), 3, b"aaaab")
+                .expect("encode");
+        let stream = &delta[DictCoding::Dcz.header_len()..];
+        assert_eq!(&delta[8..40], &Hash::of(&dictionary).0);
+        body.extend_from_slice(stream);
+        super::dictionary(&body);
+    }
+}

@@ -3,11 +3,50 @@
 //! the dictionary and the call boundaries, and the deltas are as small as a delta should be.
 
 use proptest::prelude::*;
-use zipwire_testkit::{corpus_files, data_and_splits, read_corpus_file, require_tool, split_input};
+use zipwire_testkit::{corpus_dir, data_and_splits, read_corpus_file, require_tool, split_input};
 
 use super::*;
 
 const LEVELS: (ZstdLevel, BrotliLevel) = (ZstdLevel::DEFAULT, BrotliLevel::DEFAULT);
+
+/// The library version pairs of the corpus, old then new.
+const PAIRS: [(&str, &str); 6] = [
+    ("jquery-3.7.0.min.js", "jquery-3.7.1.min.js"),
+    (
+        "bootstrap-5.3.7.bundle.min.js",
+        "bootstrap-5.3.8.bundle.min.js",
+    ),
+    ("bootstrap-5.3.7.min.css", "bootstrap-5.3.8.min.css"),
+    ("d3-7.8.5.min.js", "d3-7.9.0.min.js"),
+    ("lodash-4.17.20.min.js", "lodash-4.17.21.min.js"),
+    ("vue-3.5.12.global.prod.js", "vue-3.5.13.global.prod.js"),
+];
+
+/// Each pair's bytes, read from the corpus (none, with a note, where it is missing outside
+/// CI).
+fn pairs() -> Vec<(String, Bytes, Vec<u8>)> {
+    let dir = corpus_dir().join("versions");
+    if !dir.is_dir() {
+        assert!(
+            !zipwire_testkit::is_ci(),
+            "no corpus at {} and CI=true",
+            dir.display()
+        );
+        eprintln!("note: no corpus at {}", dir.display());
+        return Vec::new();
+    }
+    PAIRS
+        .iter()
+        .map(|(old, new)| {
+            let old = Bytes::from(read_corpus_file(&dir.join(old), 16 << 20));
+            (
+                new.to_string(),
+                old,
+                read_corpus_file(&dir.join(new), 16 << 20),
+            )
+        })
+        .collect()
+}
 
 fn encode_in_calls(
     coding: DictCoding,
@@ -91,12 +130,8 @@ fn dcz_decodes_with_the_zstd_command() {
     if !require_tool("zstd") {
         return;
     }
-    let files = corpus_files("versions");
     let dir = tempfile::tempdir().expect("temp dir");
-    for pair in files.chunks(2) {
-        let [old, new] = pair else { continue };
-        let dictionary = Bytes::from(read_corpus_file(old, 16 << 20));
-        let body = read_corpus_file(new, 16 << 20);
+    for (new, dictionary, body) in pairs() {
         let encoded = encode_in_calls(
             DictCoding::Dcz,
             &dictionary,
@@ -113,16 +148,13 @@ fn dcz_decodes_with_the_zstd_command() {
                 &["-d", "-q", "-c", "-D", dict_path.to_str().unwrap()],
                 &wire,
             )
-            .unwrap_or_else(|e| panic!("{} {name}: {e}", new.display()));
+            .unwrap_or_else(|e| panic!("{new} {name}: {e}"));
+            assert!(decoded == body, "{new} {name}: zstd -d -D differs");
+            // A delta: under an eighth of the new version (lodash, the pair that changed most, is
+            // 9.5% at the request-path level, 0.9% for vue, the largest).
             assert!(
-                decoded == body,
-                "{} {name}: zstd -d -D differs",
-                new.display()
-            );
-            assert!(
-                wire.len() * 4 < body.len(),
-                "{} {name}: {} of {}",
-                new.display(),
+                wire.len() * 8 < body.len(),
+                "{new} {name}: {} of {}",
                 wire.len(),
                 body.len()
             );
@@ -132,11 +164,7 @@ fn dcz_decodes_with_the_zstd_command() {
 
 #[test]
 fn dcb_of_the_version_pairs_decodes() {
-    let files = corpus_files("versions");
-    for pair in files.chunks(2) {
-        let [old, new] = pair else { continue };
-        let dictionary = Bytes::from(read_corpus_file(old, 16 << 20));
-        let body = read_corpus_file(new, 16 << 20);
+    for (new, dictionary, body) in pairs() {
         let wire = encode_in_calls(
             DictCoding::Dcb,
             &dictionary,
@@ -148,9 +176,8 @@ fn dcb_of_the_version_pairs_decodes() {
             body
         );
         assert!(
-            wire.len() * 4 < body.len(),
-            "{}: {} of {}",
-            new.display(),
+            wire.len() * 8 < body.len(),
+            "{new}: {} of {}",
             wire.len(),
             body.len()
         );

@@ -135,6 +135,23 @@ fn dictionary_codings_must_be_listed_explicitly() {
     assert_eq!(read(&[]), Accepted::default());
 }
 
+#[test]
+fn what_names_a_dictionary_stays_off_the_upstream_request() {
+    let mut headers = with(&ACCEPT_ENCODING, &["gzip, deflate, br, zstd, dcb, dcz"]);
+    headers.insert(AVAILABLE_DICTIONARY, HeaderValue::from_static(":AAAA:"));
+    headers.insert(DICTIONARY_ID, HeaderValue::from_static("\"v1\""));
+    strip_for_upstream(&mut headers);
+    assert_eq!(headers[ACCEPT_ENCODING], "gzip, deflate, br, zstd");
+    assert!(!headers.contains_key(AVAILABLE_DICTIONARY));
+    assert!(!headers.contains_key(DICTIONARY_ID));
+    let mut only = with(&ACCEPT_ENCODING, &["dcz", "DCB;q=0.5"]);
+    strip_for_upstream(&mut only);
+    assert!(!only.contains_key(ACCEPT_ENCODING));
+    let mut untouched = with(&ACCEPT_ENCODING, &["gzip", "br;q=0.5"]);
+    strip_for_upstream(&mut untouched);
+    assert_eq!(untouched.get_all(ACCEPT_ENCODING).iter().count(), 2);
+}
+
 proptest! {
     /// Whatever the bytes, reading them never panics, and whatever is read is well formed.
     #[test]

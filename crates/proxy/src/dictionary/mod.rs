@@ -174,8 +174,10 @@ impl Dictionaries {
             return None;
         }
         counters.enabled.store(true, Ordering::Relaxed);
+        let dcz_level =
+            ZstdLevel::new(levels.0.get().max(codec::MIN_DCZ_LEVEL)).unwrap_or(levels.0);
         let zstd_memory = (zipwire_codings::MIN_WINDOW_LOG..=codec::DCZ_MAX_WINDOW_LOG)
-            .map(|log| zipwire_codings::zstd::measure(levels.0, log))
+            .map(|log| zipwire_codings::zstd::measure(dcz_level, log))
             .collect();
         Some(Dictionaries {
             mode: settings.mode,

@@ -503,6 +503,9 @@ impl Proxy {
         if self.offload {
             headers::strip_accept_encoding(&mut headers);
         }
+        if self.dictionaries.is_some() {
+            zipwire_dictionary::fields::strip_for_upstream(&mut headers);
+        }
         if self.cache.is_some() {
             // Edge Architecture 1.0: a surrogate announces itself, so the origin may target
             // `Surrogate-Control` directives at it.

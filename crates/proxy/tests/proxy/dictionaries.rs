@@ -34,7 +34,7 @@ const NEW: &str = "jquery-3.7.1.min.js";
 /// `extra` fields on every answer.
 fn origin(
     extra: &'static [(&'static str, &'static str)],
-) -> (AcceptLoop, Arc<HashMap<String, Bytes>>) {
+) -> (AcceptLoop, Arc<HashMap<String, Bytes>>, Seen) {
     let mut files = HashMap::new();
     for name in [OLD, NEW] {
         let path = corpus_dir().join("versions").join(name);
@@ -45,14 +45,18 @@ fn origin(
     }
     let files = Arc::new(files);
     let served = files.clone();
+    let seen = Seen::default();
+    let recorded = seen.clone();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("non-blocking");
     let listener = TcpListener::from_std(listener).expect("tokio listener");
     let accept = AcceptLoop::spawn(listener, move |stream| {
         let files = served.clone();
+        let recorded = recorded.clone();
         async move {
             let service = service_fn(move |request: Request<Incoming>| {
                 let body = files.get(request.uri().path()).cloned();
+                *recorded.lock().expect("not poisoned") = Some(request.headers().clone());
                 async move {
                     let mut response = match body {
                         Some(body) => Response::new(Full::new(body)),
@@ -82,8 +86,11 @@ fn origin(
                 .await;
         }
     });
-    (accept, files)
+    (accept, files, seen)
 }
+
+/// The fields of the last request the origin got.
+type Seen = Arc<std::sync::Mutex<Option<http::HeaderMap>>>;
 
 /// A GET of `path` with `fields`.
 async fn get(
@@ -147,7 +154,7 @@ fn decode_br(body: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_versioned_script_becomes_a_dictionary_and_the_next_version_a_delta() {
-    let (serving, files) = origin(&[]);
+    let (serving, files, seen) = origin(&[]);
     let proxy = Proxy::start(vec![upstream(serving.addr())], |_| {}).await;
     let client = client();
     let old = files[&format!("/lib/{OLD}")].clone();
@@ -180,6 +187,11 @@ async fn a_versioned_script_becomes_a_dictionary_and_the_next_version_a_delta() 
     )
     .await;
     assert_eq!(field(&delta, "content-encoding"), "dcz");
+    // The origin is never asked for a delta of its own.
+    let asked = seen.lock().expect("not poisoned").clone().expect("a request");
+    assert!(!asked.contains_key("available-dictionary"));
+    let accept = asked.get("accept-encoding").map(|value| value.as_bytes().to_vec());
+    assert!(accept.is_none_or(|value| !value.windows(2).any(|w| w == b"dc")));
     let vary = field(&delta, "vary").to_ascii_lowercase();
     for member in [
         "accept-encoding",
@@ -243,7 +255,7 @@ async fn a_versioned_script_becomes_a_dictionary_and_the_next_version_a_delta() 
 
 #[tokio::test]
 async fn requests_that_do_not_qualify_get_an_ordinary_coding() {
-    let (serving, files) = origin(&[]);
+    let (serving, files, _seen) = origin(&[]);
     let proxy = Proxy::start(vec![upstream(serving.addr())], |_| {}).await;
     let client = client();
     let old = files[&format!("/lib/{OLD}")].clone();
@@ -304,7 +316,7 @@ async fn requests_that_do_not_qualify_get_an_ordinary_coding() {
 
 #[tokio::test]
 async fn origin_mode_stores_only_what_the_origin_marks() {
-    let (serving, files) = origin(&[]);
+    let (serving, files, _seen) = origin(&[]);
     let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
         config.dictionaries.mode = DictionaryMode::Origin;
     })
@@ -327,7 +339,7 @@ async fn origin_mode_stores_only_what_the_origin_marks() {
     );
 
     // The origin's own mark, with an id, is honoured and passed on as it came.
-    let (marked, files) = origin(&[("use-as-dictionary", r#"match="/lib/*.js", id="v1""#)]);
+    let (marked, files, _) = origin(&[("use-as-dictionary", r#"match="/lib/*.js", id="v1""#)]);
     let proxy = Proxy::start(vec![upstream(marked.addr())], |config| {
         config.dictionaries.mode = DictionaryMode::Origin;
     })
@@ -373,7 +385,7 @@ async fn origin_mode_stores_only_what_the_origin_marks() {
 
 #[tokio::test]
 async fn the_cache_keeps_the_delta_and_serves_it_from_memory() {
-    let (serving, files) = origin(&[]);
+    let (serving, files, _seen) = origin(&[]);
     let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
         config.cache.mode = CacheMode::Fresh;
         config.cache.recompress = false;
