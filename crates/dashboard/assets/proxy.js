@@ -48,6 +48,21 @@
     cacheChart.push(t, { "hit rate": rate(s, misses), "since start": rate(served(c), c.misses) });
   }
 
+  // The dictionaries' card (RFC 9842 deltas) appears when /stats says they are on
+  // (`dictionaries.enabled`, the default `auto` mode included).
+  let dictionaryTable = null;
+  function renderDictionaries(cur) {
+    const d = cur.stats.dictionaries;
+    if (!d || d.enabled !== true) return;
+    if (!dictionaryTable) dictionaryTable = D.table("Dictionaries (RFC 9842 deltas, exact)", [], { id: "dictionaries" });
+    const rows = [["d-held", "dictionaries held", d.held + " (" + d.bytes_held + " B)"],
+      ["d-dcz", "sent as dcz", d.dcz], ["d-dcb", "sent as dcb", d.dcb],
+      ["d-offered", "requests naming one", d.offered], ["d-unknown", "unknown hash", d.unknown],
+      ["d-refused", "refused (cross-origin)", d.refused],
+      ["d-saved", "bytes saved (estimated)", d.bytes_saved]];
+    for (const [id, label, value] of rows) D.set(row(dictionaryTable, id, label).id, value);
+  }
+
   const sum = (o, f) => Object.values(o || {}).reduce((a, v) => a + f(v), 0);
   const row = (tableEl, id, label) => document.getElementById(id) || D.addRow(tableEl, id, label);
 
@@ -110,5 +125,6 @@
     memory.push(t, { "stream buffers": s.stream_memory_bytes,
       "process RSS": cur.process_rss_bytes == null ? null : cur.process_rss_bytes });
     renderCache(prev, cur, dt, t);
+    renderDictionaries(cur);
   });
 })();

@@ -7,8 +7,8 @@
 //!   ([`UseAsDictionary`]), `Available-Dictionary` ([`fields::available_dictionary`]),
 //!   `Dictionary-ID`, and the explicit `dcb`/`dcz` in `Accept-Encoding` ([`Accepted`]).
 //! - [`gate`] is RFC 9842's cross-origin check, run before a dictionary coding is sent.
-//! - [`Store`] holds dictionaries by the SHA-256 of their bytes ([`Hash`]), per origin, for
-//!   the [`lifetime`] a client keeps them, within a memory and count cap.
+//! - [`Store`] holds dictionaries by the SHA-256 of their bytes ([`struct@Hash`]), per origin, for
+//!   the [`lifetime()`] a client keeps them, within a memory and count cap.
 //! - [`version`] finds the version in an asset's path and writes the `match` pattern that
 //!   covers its other versions ([`pattern`] is the URLPattern subset it uses): what the
 //!   proxy's `auto` mode marks responses with, so that no origin has to change.

@@ -1,6 +1,6 @@
 //! The dictionaries the proxy holds, keyed by the SHA-256 of their bytes: what a client's
 //! `Available-Dictionary` names. Each is held for the origins (`Host` values) that served it,
-//! until its [`lifetime`](crate::lifetime) ends, within `max_memory` and `max_count`; when
+//! until its [`lifetime`](crate::lifetime()) ends, within `max_memory` and `max_count`; when
 //! full, the oldest stored goes first (expired ones before any).
 //!
 //! A `Mutex` around a map: a lookup is one hash probe per request that names a dictionary,

@@ -168,6 +168,13 @@ fn the_proxy_dashboard_shows_what_stats_reports() {
     let gzip = page.text("c-gzip").unwrap_or_default();
     let want = format!("{} responses", number(&stats, "/codings/gzip/responses"));
     assert!(gzip.starts_with(&want), "gzip row {gzip:?}, want {want:?}");
+    // Dictionaries are on by default: their card shows /stats' counts.
+    assert_eq!(
+        page.text("d-dcz"),
+        Some(number(&stats, "/dictionaries/dcz")),
+        "the dictionaries' dcz row; {}",
+        log()
+    );
     // No `[cache]`: no cache card (its counters are all 0, and the card would stay empty).
     assert_eq!(page.text("cache"), None, "a cache card without a cache");
     let shot = page.screenshot();

@@ -151,6 +151,8 @@ pub(crate) struct Dictionaries {
     zstd_memory: Vec<usize>,
     /// The store's bytes, counted in the memory gate.
     held: Mutex<Permit>,
+    /// The gate the copies of candidates in flight take their bytes from.
+    memory: MemoryGate,
 }
 
 impl std::fmt::Debug for Dictionaries {
@@ -187,6 +189,7 @@ impl Dictionaries {
             levels,
             zstd_memory,
             held: Mutex::new(memory.account(0)),
+            memory: memory.clone(),
         })
     }
 
@@ -356,6 +359,11 @@ impl Dictionaries {
             fields.insert(USE_AS_DICTIONARY, mark);
             self.counters.marked.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// A permit of no bytes from the memory gate, for a copy in flight to grow.
+    pub(crate) fn permit(&self) -> Permit {
+        self.memory.account(0)
     }
 
     /// Stores a candidate's whole body.

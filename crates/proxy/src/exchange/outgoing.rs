@@ -373,8 +373,9 @@ pub(crate) struct AccessLog {
     fill: Option<Box<Fill>>,
     /// The dictionary the upstream body becomes, copied as it streams.
     dictionary_fill: Option<Box<DictionaryFill>>,
-    /// The dictionary the body was sent against, and the server's dictionaries that count it.
-    dictionary: Option<(Use, Arc<Dictionaries>)>,
+    /// The dictionary the body was sent against, and the server's dictionaries that count it
+    /// when it ends (`None` where the caller counted it: a cache hit).
+    dictionary: Option<(Use, Option<Arc<Dictionaries>>)>,
 }
 
 impl AccessLog {
@@ -413,8 +414,9 @@ impl AccessLog {
         self.dictionary_fill = Some(Box::new(fill));
     }
 
-    /// Says the body is sent in `used`'s dictionary coding (logged and counted at the end).
-    pub(crate) fn dictionary(&mut self, used: Use, dictionaries: Arc<Dictionaries>) {
+    /// Says the body is sent in `used`'s dictionary coding: logged, and counted by
+    /// `dictionaries` when the body ends, if given.
+    pub(crate) fn dictionary(&mut self, used: Use, dictionaries: Option<Arc<Dictionaries>>) {
         self.dictionary = Some((used, dictionaries));
     }
 
@@ -501,8 +503,11 @@ impl Drop for AccessLog {
         let mut dictionary = String::new();
         if let Some((used, dictionaries)) = &self.dictionary {
             dictionary = used.describe();
-            if let (Outcome::Complete, Transform::Dictionary(coding, ordinary)) =
-                (&self.outcome, self.transform)
+            if let (
+                Outcome::Complete,
+                Transform::Dictionary(coding, ordinary),
+                Some(dictionaries),
+            ) = (&self.outcome, self.transform, dictionaries)
             {
                 let meter = &counters.codings.get(ordinary).meter;
                 let ordinary = estimate(meter, received);

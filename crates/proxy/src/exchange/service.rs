@@ -346,7 +346,7 @@ impl Proxy {
         let transform = match (&used, decision) {
             (Some(used), Decision::Compress { coding, .. }) => {
                 if let Some(dictionaries) = dictionaries {
-                    log.dictionary(used.clone(), dictionaries.clone());
+                    log.dictionary(used.clone(), Some(dictionaries.clone()));
                 }
                 Some(Transform::Dictionary(used.coding, coding))
             }

@@ -188,9 +188,15 @@ async fn a_versioned_script_becomes_a_dictionary_and_the_next_version_a_delta() 
     .await;
     assert_eq!(field(&delta, "content-encoding"), "dcz");
     // The origin is never asked for a delta of its own.
-    let asked = seen.lock().expect("not poisoned").clone().expect("a request");
+    let asked = seen
+        .lock()
+        .expect("not poisoned")
+        .clone()
+        .expect("a request");
     assert!(!asked.contains_key("available-dictionary"));
-    let accept = asked.get("accept-encoding").map(|value| value.as_bytes().to_vec());
+    let accept = asked
+        .get("accept-encoding")
+        .map(|value| value.as_bytes().to_vec());
     assert!(accept.is_none_or(|value| !value.windows(2).any(|w| w == b"dc")));
     let vary = field(&delta, "vary").to_ascii_lowercase();
     for member in [
@@ -431,7 +437,15 @@ async fn the_cache_keeps_the_delta_and_serves_it_from_memory() {
         assert_eq!(decode(DictCoding::Dcz, &old, body, 1 << 24).unwrap(), new);
     }
     assert_eq!(first, second, "the second hit is the stored delta");
-    assert_eq!(proxy.stats.dictionaries.dcz.load(Ordering::Relaxed), 3);
+    let counters = &proxy.stats.dictionaries;
+    assert_eq!(counters.dcz.load(Ordering::Relaxed), 3);
+    // Hits count the representation they stand for, as the streamed delta does.
+    assert_eq!(
+        counters.bytes_in.load(Ordering::Relaxed),
+        3 * new.len() as u64
+    );
+    let sent = (streamed.len() + first.len() + second.len()) as u64;
+    assert_eq!(counters.bytes_out.load(Ordering::Relaxed), sent);
     // A client without the dictionary still gets the ordinary variant.
     let (plain, body) = get(&client, &proxy, &path, &[("accept-encoding", "br".into())]).await;
     assert_eq!(field(&plain, "content-encoding"), "br");

@@ -10,7 +10,7 @@ use tracing::{debug, warn};
 
 use super::Proxy;
 use crate::cache::serve::{self, Encoders};
-use crate::dictionary::{Ask, Context};
+use crate::dictionary::{estimate, Ask, Context};
 use crate::error::{ProxyError, Side};
 use crate::exchange::outgoing::{AccessLog, ResponseBody, Transform};
 use crate::exchange::upstream::Chain;
@@ -70,8 +70,18 @@ impl Proxy {
                     ) => Transform::Decompress,
                     _ => Transform::None,
                 });
-                if let (Some(used), Some(dictionaries)) = (served.used, &self.dictionaries) {
-                    log.dictionary(used, dictionaries.clone());
+                if let (Some(used), Some(dictionaries), Decision::Compress { coding, .. }) =
+                    (served.used, &self.dictionaries, served.decision)
+                {
+                    // Counted here: a hit reads nothing from the upstream to count by.
+                    if !served.body.is_empty() {
+                        let identity = entry.body.length;
+                        let meter = &self.counters.codings.get(coding).meter;
+                        let ordinary = estimate(meter, identity);
+                        let sent = served.body.len() as u64;
+                        dictionaries.count_use(used.coding, identity, sent, ordinary);
+                    }
+                    log.dictionary(used, None);
                 }
                 let body = match served.body.is_empty() {
                     true => ResponseBody::empty(log),
