@@ -60,7 +60,8 @@ pub enum Decision {
         /// Whether there is a body to encode.
         payload: Payload,
     },
-    /// Decode upstream's gzip for a client that does not accept it (nginx `gunzip`): rewrite
+    /// Decode upstream's gzip, br or zstd for a client that does not accept it (nginx
+    /// `gunzip`, for the three codings the proxy also produces): rewrite
     /// the headers with
     /// [`rewrite_for_decompression`](crate::headers::rewrite_for_decompression), then decode
     /// the body if there is one.
@@ -131,7 +132,8 @@ pub enum Bypass {
     Status,
     /// A partial representation (`Content-Range`): its offsets refer to the identity bytes.
     ContentRange,
-    /// Upstream already applied a coding: one the proxy does not decode, several, or gzip that
+    /// Upstream already applied a coding: one the proxy does not decode, several, or gzip, br
+    /// or zstd that
     /// this client accepts.
     AlreadyEncoded,
     /// `Cache-Control: no-transform` on the request or the response (RFC 9111 §5.2.1.6,
@@ -270,7 +272,11 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
         // Passed as it is, but a response in a content coding was negotiated on
         // `Accept-Encoding` whether or not the upstream said so (as for gzip below).
         ContentEncoding::Other => return pass_vary(Bypass::AlreadyEncoded),
-        ContentEncoding::Gzip => return decide_gzip(req, payload),
+        ContentEncoding::Gzip | ContentEncoding::Br | ContentEncoding::Zstd => {
+            if let Some(coding) = resp.content_encoding.decodable() {
+                return decide_encoded(req, payload, coding);
+            }
+        }
     }
     let Some(media) = &resp.content_type else {
         return pass(Bypass::Type);
@@ -308,9 +314,10 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     Decision::Compress { coding, payload }
 }
 
-/// Upstream sent gzip: pass it to a client that accepts it, decode it for one that does not.
-fn decide_gzip(req: &RequestFacts, payload: Payload) -> Decision {
-    let reason = if req.accept_encoding.accepts(Coding::Gzip) {
+/// Upstream sent gzip, br or zstd (`coding`): pass it to a client that accepts it, decode it
+/// for one that does not (a coding the client did not ask for never reaches it).
+fn decide_encoded(req: &RequestFacts, payload: Payload, coding: Coding) -> Decision {
+    let reason = if req.accept_encoding.accepts(coding) {
         Bypass::AlreadyEncoded
     } else if req.no_transform {
         Bypass::NoTransform
@@ -353,7 +360,10 @@ fn not_modified_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> V
     }
     let recoded = match resp.content_encoding {
         ContentEncoding::Other => false,
-        ContentEncoding::Gzip => !req.accept_encoding.accepts(Coding::Gzip),
+        ContentEncoding::Gzip | ContentEncoding::Br | ContentEncoding::Zstd => resp
+            .content_encoding
+            .decodable()
+            .is_some_and(|coding| !req.accept_encoding.accepts(coding)),
         // A 304 usually leaves `Content-Encoding` out, so its 200 may have been gzip from the
         // upstream, decoded for a client that does not take gzip (of any type, and for an
         // HTTP/1.0 client too); weak is the safe side when that cannot be ruled out.

@@ -13,6 +13,7 @@ use http::{Method, StatusCode};
 use crate::list;
 use crate::media::MediaType;
 use crate::negotiate::AcceptEncoding;
+use crate::negotiate::Coding;
 
 /// The request side of the decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,6 +104,10 @@ pub enum ContentEncoding {
     /// Exactly one coding, `gzip` (or `x-gzip`): the proxy can decode it for a client that does
     /// not accept gzip.
     Gzip,
+    /// Exactly one coding, `br`: decoded, as gzip is, for a client that does not accept it.
+    Br,
+    /// Exactly one coding, `zstd`: decoded, as gzip is, for a client that does not accept it.
+    Zstd,
     /// Anything else: another coding, several codings, or a value that does not parse. Left
     /// alone.
     Other,
@@ -121,7 +126,19 @@ impl ContentEncoding {
             {
                 ContentEncoding::Gzip
             }
+            (Some(coding), None) if coding.eq_ignore_ascii_case(b"br") => ContentEncoding::Br,
+            (Some(coding), None) if coding.eq_ignore_ascii_case(b"zstd") => ContentEncoding::Zstd,
             _ => ContentEncoding::Other,
+        }
+    }
+
+    /// The one coding the proxy can decode, if that is what the response has.
+    pub fn decodable(self) -> Option<Coding> {
+        match self {
+            ContentEncoding::Gzip => Some(Coding::Gzip),
+            ContentEncoding::Br => Some(Coding::Br),
+            ContentEncoding::Zstd => Some(Coding::Zstd),
+            ContentEncoding::Identity | ContentEncoding::Other => None,
         }
     }
 }
@@ -196,7 +213,10 @@ mod tests {
                 &[("content-encoding", "identity, gzip")],
                 ContentEncoding::Gzip,
             ),
-            (&[("content-encoding", "br")], ContentEncoding::Other),
+            (&[("content-encoding", "br")], ContentEncoding::Br),
+            (&[("content-encoding", "ZSTD")], ContentEncoding::Zstd),
+            (&[("content-encoding", "dcz")], ContentEncoding::Other),
+            (&[("content-encoding", "br, zstd")], ContentEncoding::Other),
             (
                 &[("content-encoding", "gzip, gzip")],
                 ContentEncoding::Other,

@@ -24,6 +24,7 @@ use zipwire_rules::{
 use crate::cache::range;
 use crate::counters::Counters;
 use crate::dictionary::{Context, Dictionaries, Use};
+use crate::encode::body::decoders;
 use crate::encode::body::{thread_cpu, BodyMeter};
 use crate::error::ProxyError;
 use zipwire_dictionary::DictCoding;
@@ -253,8 +254,12 @@ pub(crate) async fn serve(
             let limits = encoders.gunzip.unwrap_or_default();
             let as_sent = entry.body.as_sent.as_deref().unwrap_or_default();
             let cpu = thread_cpu();
-            let decoded = zipwire_codec::decompress(zipwire_codec::Format::Gzip, as_sent, limits)
-                .map_err(ProxyError::Gunzip)?;
+            let coding = response
+                .content_encoding
+                .decodable()
+                .unwrap_or(Coding::Gzip);
+            let decoded =
+                decoders::decode_all(coding, as_sent, limits).map_err(ProxyError::Gunzip)?;
             BodyMeter::with_totals(counters.decompression.clone()).record(
                 as_sent.len(),
                 decoded.len(),

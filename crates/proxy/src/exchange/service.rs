@@ -51,10 +51,10 @@ use zipwire_cache::Cache;
 use zipwire_codings::Codings;
 use zipwire_rules::forward::{self, ViaEntries};
 use zipwire_rules::headers;
-use zipwire_rules::negotiate::Negotiated;
+use zipwire_rules::negotiate::{Coding, Negotiated};
 use zipwire_rules::Rules;
 use zipwire_rules::{admit, Decision, Path, Payload};
-use zipwire_rules::{RequestFacts, ResponseFacts};
+use zipwire_rules::{ContentEncoding, RequestFacts, ResponseFacts};
 
 mod answers;
 mod gate;
@@ -321,6 +321,10 @@ impl Proxy {
             .and_then(|(dictionaries, ask)| {
                 dictionaries.choose(ask, &parts.headers, &head.headers)
             });
+        // The coding a decompressed body is decoded from, read before the filter rewrites it.
+        let decoding = ContentEncoding::from_headers(&head.headers)
+            .decodable()
+            .unwrap_or(Coding::Gzip);
         let (decision, flush, permit, encoder, used) =
             self.response_filter(&facts, &mut head, parts.version, chosen);
         if let Some(dictionaries) = dictionaries {
@@ -356,7 +360,7 @@ impl Proxy {
         let mut body = self.response_body_filter(
             decision,
             (flush, permit),
-            (encoder, transform),
+            (encoder, transform, decoding),
             &head,
             upstream_body,
             log,
@@ -564,10 +568,12 @@ impl Proxy {
             payload: Payload::Transform,
         } = decision
         {
-            // A client that does not accept gzip can get the body in no other form, so the
-            // gate is not asked but told: the decoder's memory counts, and compressing
+            // A client that does not accept the coding can get the body in no other form, so
+            // the gate is not asked but told: the decoder's memory counts, and compressing
             // streams are refused sooner while it is held.
-            permit = Some(self.memory.account(gunzip::STREAM_MEMORY));
+            let coding = facts.content_encoding.decodable().unwrap_or(Coding::Gzip);
+            let state = crate::encode::body::decoders::stream_memory(coding);
+            permit = Some(self.memory.account(gunzip::DECODE_CHUNK as u64 + state));
         }
         headers::apply(&decision, &mut response.headers, version);
         if response.status == StatusCode::NOT_MODIFIED {
@@ -616,7 +622,7 @@ impl Proxy {
         &self,
         decision: Decision,
         (flush, permit): (FlushPolicy, Option<Permit>),
-        (encoder, transform): (Option<BodyEncoder>, Option<Transform>),
+        (encoder, transform, decoding): (Option<BodyEncoder>, Option<Transform>, Coding),
         head: &ResponseParts,
         upstream: UpstreamBody,
         mut log: AccessLog,
@@ -669,7 +675,7 @@ impl Proxy {
             } => {
                 let limits = self.gunzip.unwrap_or_default();
                 ResponseBody::decompress(upstream, log, |body, meter| {
-                    DecompressBody::new(body, limits, meter)
+                    DecompressBody::of(decoding, body, limits, meter)
                 })
             }
             Decision::Pass { .. } => ResponseBody::pass(upstream, log),

@@ -287,6 +287,71 @@ async fn upstream_gzip_is_decoded_for_clients_without_gzip() {
     assert_eq!(head.headers.get("vary"), with_gzip.headers.get("vary"));
 }
 
+/// A coding the client did not ask for never reaches it: an origin's br or zstd (sent despite
+/// offload, or with offload off) is decoded for a client without it, and passed to one
+/// that takes it.
+#[tokio::test]
+async fn upstream_br_and_zstd_are_decoded_for_clients_without_them() {
+    let origin = Origin::start().await;
+    let proxy = Proxy::before(&origin).await;
+    let client = client();
+    for path in ["/brotli.html", "/zstd.html"] {
+        let (head, body) = fetch(&client, "GET", &proxy.url(path), GZIP).await;
+        assert!(!head.headers.contains_key("content-encoding"), "{path}");
+        assert_eq!(head.headers["vary"], "Accept-Encoding", "{path}");
+        assert_eq!(body, html(50_000), "{path}");
+    }
+    assert_eq!(Proxy::count(&proxy.stats.decompressed), 2);
+    let (head, body) = fetch(
+        &client,
+        "GET",
+        &proxy.url("/zstd.html"),
+        &[("accept-encoding", "zstd")],
+    )
+    .await;
+    assert_eq!(head.headers["content-encoding"], "zstd");
+    assert_eq!(
+        zstd::stream::decode_all(&body[..]).expect("zstd"),
+        html(50_000)
+    );
+    // From the cache too: the stored br is decoded for each client without br.
+    let cached = Proxy::start(vec![origin.upstream()], |config| {
+        config.cache.mode = zipwire_proxy::CacheMode::Fresh;
+    })
+    .await;
+    for _ in 0..2 {
+        let (head, body) = fetch(&client, "GET", &cached.url("/brotli.html"), GZIP).await;
+        assert!(!head.headers.contains_key("content-encoding"));
+        assert_eq!(body, html(50_000));
+    }
+    assert_eq!(
+        cached
+            .stats
+            .cache
+            .hits
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    // A cut zstd body is never passed off as complete: 502 before the head, or a cut body.
+    let response = client
+        .request(crate::support::request(
+            "GET",
+            &proxy.url("/zstd-cut.html"),
+            GZIP,
+        ))
+        .await
+        .expect("a response");
+    if response.status().is_success() {
+        use http_body_util::BodyExt;
+        assert!(
+            response.into_body().collect().await.is_err(),
+            "a cut body ended cleanly"
+        );
+    } else {
+        assert_eq!(response.status(), http::StatusCode::BAD_GATEWAY);
+    }
+}
+
 #[tokio::test]
 async fn bypass_new_passes_responses_as_budget() {
     let origin = Origin::start().await;

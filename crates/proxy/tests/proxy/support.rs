@@ -290,6 +290,36 @@ async fn fixture(request: Request<Incoming>) -> Response<OriginBody> {
                 full(gz),
             )
         }
+        "/brotli.html" => {
+            let mut br = Vec::new();
+            {
+                let mut writer = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+                std::io::Write::write_all(&mut writer, &html(50_000)).expect("br");
+            }
+            respond(
+                200,
+                &[
+                    ("content-type", "text/html"),
+                    ("content-encoding", "br"),
+                    ("cache-control", "max-age=60"),
+                ],
+                full(br),
+            )
+        }
+        "/zstd.html" => respond(
+            200,
+            &[("content-type", "text/html"), ("content-encoding", "zstd")],
+            full(zstd::stream::encode_all(&html(50_000)[..], 3).expect("zstd")),
+        ),
+        "/zstd-cut.html" => {
+            let mut zst = zstd::stream::encode_all(&html(50_000)[..], 3).expect("zstd");
+            zst.truncate(zst.len() - 10);
+            respond(
+                200,
+                &[("content-type", "text/html"), ("content-encoding", "zstd")],
+                full(zst),
+            )
+        }
         "/big" => respond(
             200,
             &[("content-type", "text/plain")],

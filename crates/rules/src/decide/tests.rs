@@ -296,7 +296,27 @@ const ROWS: &[Row] = &[
         ..BASE
     },
     Row {
-        name: "Content-Encoding: br gets Vary, as upstream gzip does",
+        name: "upstream br to a client without br is decoded, as gzip is",
+        response: &[("content-type", "text/html"), ("content-encoding", "br")],
+        expected: Decision::Decompress {
+            payload: Payload::Transform,
+        },
+        after: Some(&[("content-type", "text/html"), ("vary", "Accept-Encoding")]),
+        ..BASE
+    },
+    Row {
+        name: "upstream zstd to a client without zstd is decoded",
+        request: &[("accept-encoding", "gzip, br")],
+        response: &[("content-type", "text/html"), ("content-encoding", "zstd")],
+        expected: Decision::Decompress {
+            payload: Payload::Transform,
+        },
+        after: Some(&[("content-type", "text/html"), ("vary", "Accept-Encoding")]),
+        ..BASE
+    },
+    Row {
+        name: "Content-Encoding: br to a client with br gets Vary, as upstream gzip does",
+        request: &[("accept-encoding", "gzip, br")],
         response: &[("content-type", "text/html"), ("content-encoding", "br")],
         expected: pass_vary(Bypass::AlreadyEncoded),
         after: Some(&[

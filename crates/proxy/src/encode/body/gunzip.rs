@@ -1,5 +1,6 @@
-//! [`DecompressBody`]: decodes a gzip upstream body for a client that does not accept gzip
-//! (nginx's `gunzip`).
+//! [`DecompressBody`]: decodes a gzip, br or zstd upstream body for a client that does not
+//! accept that coding (nginx's `gunzip`, for every coding the proxy also produces; the
+//! decoders are [`super::decoders`]).
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -10,7 +11,10 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame};
-use zipwire_codec::{DecodeError, Decoder, Format, Limits};
+use zipwire_codec::{DecodeError, Limits};
+use zipwire_rules::Coding;
+
+use super::decoders::BodyDecoder;
 
 use super::{recoded_trailers, BodyError, BodyMeter, State};
 
@@ -18,17 +22,12 @@ use super::{recoded_trailers, BodyError, BodyMeter, State};
 /// of its own that each frame is copied out of at its length. Handing the buffer itself on would
 /// keep 64 KiB alive for every frame, however small, in the connection's write queue: about 1 MiB
 /// per stream for a client that stopped reading.
-const DECODE_CHUNK: usize = 64 * 1024;
+pub(crate) const DECODE_CHUNK: usize = 64 * 1024;
 
-/// What one decoding stream holds, as counted against `budget.max_memory`: its decode
-/// buffer ([`DECODE_CHUNK`]) and the decoder's state and 32 KiB window (zlib-rs's inflate,
-/// about 40 KiB), rounded up.
-pub const STREAM_MEMORY: u64 = (DECODE_CHUNK + 48 * 1024) as u64;
-
-/// A body that decodes a gzip upstream body for a client that does not accept gzip.
+/// A body that decodes an upstream body for a client that does not accept its coding.
 pub struct DecompressBody<B> {
     inner: B,
-    decoder: Decoder,
+    decoder: BodyDecoder,
     input: Bytes,
     /// Where each step decodes to (allocated at the first step).
     scratch: Vec<u8>,
@@ -41,9 +40,19 @@ pub struct DecompressBody<B> {
 impl<B> DecompressBody<B> {
     /// Wraps `inner`, a gzip body; `limits` caps what one response may decode to.
     pub fn new(inner: B, limits: Limits, meter: Arc<BodyMeter>) -> DecompressBody<B> {
+        DecompressBody::of(Coding::Gzip, inner, limits, meter)
+    }
+
+    /// Wraps `inner`, a body in `coding` (gzip, br or zstd).
+    pub fn of(
+        coding: Coding,
+        inner: B,
+        limits: Limits,
+        meter: Arc<BodyMeter>,
+    ) -> DecompressBody<B> {
         DecompressBody {
             inner,
-            decoder: Decoder::new(Format::Gzip).with_limits(limits),
+            decoder: BodyDecoder::new(coding, limits),
             input: Bytes::new(),
             scratch: Vec::new(),
             upstream_done: false,
@@ -160,7 +169,7 @@ mod tests {
     use std::convert::Infallible;
 
     use http_body_util::BodyExt;
-    use zipwire_codec::Level;
+    use zipwire_codec::{Format, Level};
 
     use super::*;
     use crate::test_bodies::{futures_iter, text};

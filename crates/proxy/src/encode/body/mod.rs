@@ -32,6 +32,7 @@ use http_body::Frame;
 use zipwire_codec::DecodeError;
 
 mod compress;
+pub(crate) mod decoders;
 mod gather;
 pub(crate) mod gunzip;
 
