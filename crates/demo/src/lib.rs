@@ -14,7 +14,9 @@
 //!   too.
 //! - [`run_demo`] runs the site, then for each [`Scenario`] (compression off, levels 1, 2, 3
 //!   and 6) a [`Server`](zipwire_proxy::Server) in front of it under that load, and returns a
-//!   [`DemoReport`] whose `Display` is the table `zipwire demo` prints.
+//!   [`DemoReport`] whose `Display` is the table `zipwire demo` prints; then
+//!   [`run_returning`], a returning visitor's page view with and without an RFC 9842
+//!   dictionary ([`ReturningReport`]), the site's versioned script as the dictionary.
 //!
 //! The pieces take a listener and a shutdown future rather than starting anything on their
 //! own, so tests and the binary decide ports and lifetimes.
@@ -25,6 +27,7 @@ pub mod content;
 mod load;
 mod png;
 mod report;
+mod returning;
 mod run;
 mod site;
 
@@ -33,5 +36,6 @@ pub use load::{
     MAX_DURATION, MAX_REQUESTS,
 };
 pub use report::{DemoReport, Scenario, ScenarioReport};
+pub use returning::{run_returning, ReturningError, ReturningReport};
 pub use run::{run_demo, DemoError, DemoOptions};
-pub use site::{serve_site, Resource, Served, Site, MISSING_PATH};
+pub use site::{serve_site, Resource, Served, Site, MISSING_PATH, VERSION_PATHS};

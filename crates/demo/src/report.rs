@@ -95,6 +95,8 @@ pub struct DemoReport {
     pub connections: usize,
     /// How long each scenario sent requests.
     pub duration: Duration,
+    /// The returning visitor's page views, when run.
+    pub returning: Option<super::ReturningReport>,
 }
 
 impl DemoReport {
@@ -172,6 +174,10 @@ impl fmt::Display for DemoReport {
             self.requests(),
             self.mismatches()
         )?;
+        if let Some(returning) = &self.returning {
+            writeln!(f)?;
+            write!(f, "{returning}")?;
+        }
         writeln!(f)?;
         writeln!(
             f,
@@ -230,6 +236,7 @@ mod tests {
             ],
             connections: 16,
             duration: Duration::from_secs(2),
+            returning: None,
         };
         let text = report.to_string();
         let lines: Vec<&str> = text.lines().collect();

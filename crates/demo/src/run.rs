@@ -62,6 +62,8 @@ pub enum DemoError {
         /// The load generator's error.
         source: LoadError,
     },
+    /// The returning visitor's page views failed or a body was not the origin's.
+    Returning(super::ReturningError),
     /// Responses through the proxy failed or differed from the origin's.
     Wrong {
         /// The scenario being run.
@@ -81,6 +83,7 @@ impl fmt::Display for DemoError {
             DemoError::Site(error) => write!(f, "demo origin: {error}"),
             DemoError::Proxy { scenario, source } => write!(f, "{scenario}: proxy: {source}"),
             DemoError::Load { scenario, source } => write!(f, "{scenario}: {source}"),
+            DemoError::Returning(error) => write!(f, "{error}"),
             DemoError::Wrong {
                 scenario,
                 mismatches,
@@ -101,6 +104,7 @@ impl std::error::Error for DemoError {
             DemoError::Site(error) => Some(error),
             DemoError::Proxy { source, .. } => Some(source),
             DemoError::Load { source, .. } => Some(source),
+            DemoError::Returning(error) => Some(error),
             DemoError::Wrong { .. } => None,
         }
     }
@@ -138,6 +142,7 @@ pub async fn run_demo(options: DemoOptions) -> Result<DemoReport, DemoError> {
         scenarios: Vec::with_capacity(options.scenarios.len()),
         connections: options.connections,
         duration: options.duration,
+        returning: None,
     };
     let mut failure = None;
     for &scenario in &options.scenarios {
@@ -150,6 +155,12 @@ pub async fn run_demo(options: DemoOptions) -> Result<DemoReport, DemoError> {
         }
     }
 
+    if failure.is_none() {
+        match super::returning::run_returning(origin, &site).await {
+            Ok(returning) => report.returning = Some(returning),
+            Err(error) => failure = Some(DemoError::Returning(error)),
+        }
+    }
     drop(stop_site);
     let served = serving.await;
     if let Some(error) = failure {

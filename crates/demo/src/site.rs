@@ -102,10 +102,16 @@ pub struct Served {
     pub body_bytes: u64,
 }
 
+/// The paths of the two releases of the script the returning visitor sees
+/// ([`Site::versions`]).
+pub const VERSION_PATHS: [&str; 2] = ["/static/app-2.4.0.js", "/static/app-2.4.1.js"];
+
 /// The generated site: its resources and what it has served.
 #[derive(Debug)]
 pub struct Site {
     resources: Vec<Resource>,
+    /// Two consecutive releases of a script, outside the load's mix.
+    versions: [Resource; 2],
     not_found: Resource,
     requests: AtomicU64,
     body_bytes: AtomicU64,
@@ -154,6 +160,7 @@ impl Site {
                 png::gradient(32, 32, &mut rng),
             ),
         ];
+        let versions = versions(&mut rng);
         let not_found = Resource::new(
             MISSING_PATH,
             StatusCode::NOT_FOUND,
@@ -162,6 +169,7 @@ impl Site {
         );
         Site {
             resources,
+            versions,
             not_found,
             requests: AtomicU64::new(0),
             body_bytes: AtomicU64::new(0),
@@ -171,6 +179,13 @@ impl Site {
     /// The resources served with 200, in the order above: HTML, CSS, JS, JSON, SVG, PNG.
     pub fn resources(&self) -> &[Resource] {
         &self.resources
+    }
+
+    /// Two consecutive releases of the site's script at versioned paths
+    /// ([`VERSION_PATHS`]): the second changes one module of the first and its version
+    /// string, as a patch release does. Served by the site, but not part of [`Site::pages`].
+    pub fn versions(&self) -> &[Resource; 2] {
+        &self.versions
     }
 
     /// What the site answers for any unknown path (a 404 HTML page).
@@ -192,6 +207,7 @@ impl Site {
         let path = if path == "/index.html" { "/" } else { path };
         self.resources
             .iter()
+            .chain(&self.versions)
             .find(|resource| resource.path == path)
             .unwrap_or(&self.not_found)
     }
@@ -269,6 +285,29 @@ impl Site {
         }
         response
     }
+}
+
+/// The two releases of the script (see [`Site::versions`]).
+fn versions(rng: &mut SplitMix64) -> [Resource; 2] {
+    let bundle = content::script_bundle(rng, 100 * 1024);
+    let old = bundle.replace("v2026.03.1", "v2.4.0");
+    // The patch release: its version, and one module rewritten in the middle.
+    let mut new = bundle.replace("v2026.03.1", "v2.4.1");
+    if let Some(at) = new
+        .get(new.len() / 2..)
+        .and_then(|rest| rest.find("__modules["))
+    {
+        let at = new.len() / 2 + at;
+        new.insert_str(
+            at,
+            "__modules[9001]=function(t,e,n){\"use strict\";e.patched=function(a){return a&&a.trim()}};\n",
+        );
+    }
+    let kind = "application/javascript; charset=utf-8";
+    [
+        Resource::new(VERSION_PATHS[0], StatusCode::OK, kind, old),
+        Resource::new(VERSION_PATHS[1], StatusCode::OK, kind, new),
+    ]
 }
 
 /// Weak comparison of an `If-None-Match` value against our strong tag (RFC 9110 §13.1.2).

@@ -400,4 +400,16 @@ async fn demo_runs_the_proxy_off_and_compressing() {
     }
     assert!(zlib.ratio() > fast.ratio(), "{text}");
     assert!(text.contains("zipwire proxy --listen"), "{text}");
+    // The returning visitor: the new release of the script as a delta of the old, checked
+    // by decoding, a small fraction of what a browser without the dictionary gets.
+    let returning = report
+        .returning
+        .as_ref()
+        .expect("the returning visitor ran");
+    assert!(
+        returning.with > 0 && returning.with * 20 < returning.without,
+        "{text}"
+    );
+    assert!(returning.without * 2 < returning.identity, "{text}");
+    assert!(text.contains("Returning visitor"), "{text}");
 }
