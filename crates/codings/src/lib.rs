@@ -42,6 +42,7 @@ pub mod brotli;
 pub mod dictionary;
 pub mod gzip;
 pub mod step_down;
+pub mod train;
 pub mod zstd;
 pub mod zstd_context;
 

@@ -52,6 +52,8 @@
 //! | `zipwire_proxy_dictionary_bytes_in_total` | counter | [`Snapshot::dictionaries`]: `bytes_in` |
 //! | `zipwire_proxy_dictionary_bytes_out_total` | counter | [`Snapshot::dictionaries`]: `bytes_out` |
 //! | `zipwire_proxy_dictionary_bytes_saved_total` | counter | [`Snapshot::dictionaries`]: `bytes_saved` |
+//! | `zipwire_proxy_dictionary_site_built_total` | counter | [`Snapshot::dictionaries`]: `site_built` |
+//! | `zipwire_proxy_dictionary_site_fetches_total` | counter | [`Snapshot::dictionaries`]: `site_fetches` |
 //! | `zipwire_proxy_errors_total{side,status}` | counter | [`Snapshot::errors`]: `side="client",status="4xx"`, `side="upstream",status="502"`, `side="upstream",status="504"`, `side="internal",status="500"` |
 //!
 //! The `side="client"` series also counts the `501`s answered to requests the proxy does not
@@ -326,7 +328,7 @@ fn render(snapshot: &Snapshot) -> String {
             Value::Int(count),
         );
     }
-    let dictionaries: [(&str, &str, Kind, u64); 11] = [
+    let dictionaries: [(&str, &str, Kind, u64); 13] = [
         (
             "dictionary_offers_total",
             "Requests that named a dictionary and listed dcz or dcb.",
@@ -387,6 +389,18 @@ fn render(snapshot: &Snapshot) -> String {
             "Bytes deltas saved against the ordinary coding (estimated).",
             Kind::Counter,
             d.bytes_saved,
+        ),
+        (
+            "dictionary_site_built_total",
+            "Site dictionaries built and published.",
+            Kind::Counter,
+            d.site_built,
+        ),
+        (
+            "dictionary_site_fetches_total",
+            "Site dictionaries served to clients.",
+            Kind::Counter,
+            d.site_fetches,
         ),
     ];
     for (name, help, kind, value) in dictionaries {

@@ -117,6 +117,12 @@ pub struct DictionaryStats {
     /// Bytes they saved against the coding each client would have got otherwise, estimated
     /// from that coding's ratio (counter).
     pub bytes_saved: u64,
+    /// Site dictionaries built and published (counter).
+    #[serde(default)]
+    pub site_built: u64,
+    /// Site dictionaries served to clients (counter).
+    #[serde(default)]
+    pub site_fetches: u64,
 }
 
 /// The cache's counters in a [`Snapshot`].

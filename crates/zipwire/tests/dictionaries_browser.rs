@@ -5,6 +5,10 @@
 //! DOM shows the script's own version string). A cross-site `<script src>` without
 //! `crossorigin` gets no dictionary coding, while the same script loaded with CORS does.
 //!
+//! A site's own pages, sampled by the proxy, become a site dictionary that the proxy
+//! announces with `Link`; Chromium fetches it at idle and the next page it navigates to
+//! arrives as a delta.
+//!
 //! Chromium treats `http://localhost` and `http://127.0.0.1` as secure contexts whose
 //! dictionaries are used without the known-root check, so no certificate is needed.
 //!
@@ -15,11 +19,15 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use zipwire_testkit::child::Running;
 use zipwire_testkit::{corpus_dir, is_ci, read_corpus_file};
+
+/// Set once the proxy has served the site dictionary: `/slow` waits for it.
+static DICTIONARY_FETCHED: AtomicBool = AtomicBool::new(false);
 
 /// Longest one Chromium launch may take (a loaded 2-core machine included).
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -107,7 +115,20 @@ fn answer(mut stream: TcpStream, files: &HashMap<String, (&'static str, Vec<u8>)
     }
     let head = String::from_utf8_lossy(&head);
     let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
+    if path == "/slow" {
+        // Held until the proxy has served the site dictionary (at most 30 s), and half a
+        // second more for Chromium to store it: virtual time stops while a fetch is pending.
+        let start = std::time::Instant::now();
+        while !DICTIONARY_FETCHED.load(Ordering::SeqCst) && start.elapsed().as_secs() < 30 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let (status, kind, body, cache) = match files.get(&path) {
+        // Documentation pages anyone may share (revalidated), other pages no-store.
+        Some((kind, body)) if path.starts_with("/docs/") => {
+            ("200 OK", *kind, body.clone(), "no-cache")
+        }
         Some((kind, body)) if kind.starts_with("text/html") => {
             ("200 OK", *kind, body.clone(), "no-store")
         }
@@ -160,16 +181,7 @@ impl Proxy {
     }
 
     fn stats(&self) -> serde_json::Value {
-        let mut stream = TcpStream::connect(self.admin).expect("connect to the admin listener");
-        let request = format!(
-            "GET /stats HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.admin
-        );
-        stream.write_all(request.as_bytes()).expect("send");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read /stats");
-        let (_, body) = response.split_once("\r\n\r\n").expect("a head and a body");
-        serde_json::from_str(body).expect("/stats is JSON")
+        stats_of(self.admin)
     }
 
     fn count(&self, name: &str) -> u64 {
@@ -180,15 +192,39 @@ impl Proxy {
     }
 }
 
+/// The proxy's `/stats` from its admin listener at `admin`.
+fn stats_of(admin: SocketAddr) -> serde_json::Value {
+    let mut stream = TcpStream::connect(admin).expect("connect to the admin listener");
+    let request = format!("GET /stats HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read /stats");
+    let (_, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    serde_json::from_str(body).expect("/stats is JSON")
+}
+
+/// The site dictionaries the proxy at `admin` has served.
+fn site_fetches(admin: SocketAddr) -> u64 {
+    stats_of(admin)["dictionaries"]["site_fetches"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
 /// Loads `url` in Chromium with the profile in `profile`, giving the page virtual time, and
 /// returns what `#out` says in the dumped DOM.
 fn load(browser: &str, profile: &Path, url: &str, dir: &Path) -> String {
+    load_for(browser, profile, url, dir, 5000)
+}
+
+/// [`load`] with `budget` milliseconds of virtual time.
+fn load_for(browser: &str, profile: &Path, url: &str, dir: &Path, budget: u32) -> String {
     let log = dir.join("chromium.log");
     let child = Running::start(
         Command::new(browser)
             .args(FLAGS)
             .arg(format!("--user-data-dir={}", profile.display()))
-            .args(["--virtual-time-budget=5000", "--dump-dom", url]),
+            .arg(format!("--virtual-time-budget={budget}"))
+            .args(["--dump-dom", url]),
         &log,
     );
     let status = child.exits_within(RUN_LIMIT);
@@ -351,4 +387,172 @@ fn a_cross_site_no_cors_script_gets_no_dictionary_coding() {
         "the same-site load of the next version got no delta; log:\n{}",
         proxy.child.log()
     );
+}
+
+/// Documentation page `n`: a shared template around text of its own, with `#out` naming it;
+/// with `next`, a script that loads that page in a frame once a fetch of `/slow` returns
+/// (after the browser's idle work), and copies the frame's `#out` into its own.
+fn doc_page(n: usize, next: Option<usize>) -> Vec<u8> {
+    let mut page = format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Chapter {n} | The \
+         Example Handbook</title><style>body{{font-family:sans-serif}} .nav-link{{color:navy}} \
+         .sidebar{{float:left;width:20%}}</style></head><body><header class=site-header>\
+         <nav class=top-nav><ul>"
+    );
+    for section in [
+        "Tutorial",
+        "Library",
+        "Reference",
+        "How-to",
+        "FAQ",
+        "Glossary",
+    ] {
+        page.push_str(&format!(
+            "<li class=nav-item><a class=nav-link href=/docs/{section}.html \
+             title=\"Go to the {section} section\">{section}</a></li>"
+        ));
+    }
+    page.push_str("</ul></nav></header><div class=sidebar><h3>Contents</h3><ul>");
+    for chapter in 0..40 {
+        page.push_str(&format!(
+            "<li class=toctree-l1><a class=reference href=/docs/chapter-{chapter}.html>\
+             Chapter {chapter}: working with the example library</a></li>"
+        ));
+    }
+    page.push_str(&format!(
+        "</ul></div><main><p id=out>chapter {n}</p><section>"
+    ));
+    if let Some(next) = next {
+        page.push_str(&format!(
+            "<script>fetch('/slow').then(() => {{ \
+             const frame = document.createElement('iframe'); \
+             frame.onload = () => document.getElementById('out').textContent = \
+             frame.contentDocument.getElementById('out').textContent; \
+             frame.src = '/docs/chapter-{next}.html'; document.body.append(frame); }})\
+             </script>"
+        ));
+    }
+    let mut state = n as u64 * 0x9e37_79b9 + 1;
+    for _ in 0..1500 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let word = [
+            "the ",
+            "value ",
+            "returns ",
+            "function ",
+            "list ",
+            "object ",
+        ];
+        page.push_str(word[(state % 6) as usize]);
+        page.push_str(&format!("{} ", state % 10_007));
+    }
+    page.push_str(
+        "</section></main><footer class=footer>&copy; Copyright the Example Handbook authors. \
+         Last updated on Dec 05, 2026. <a href=/bugs.html>Report a bug</a>.</footer>\
+         </body></html>",
+    );
+    page.into_bytes()
+}
+
+/// A GET of `path` from `addr` by another visitor (no browser), its body discarded.
+fn visit(addr: SocketAddr, path: &str) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the proxy");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost:{}\r\nAccept-Encoding: br\r\n\
+         Connection: close\r\n\r\n",
+        addr.port()
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read");
+    assert!(response.starts_with(b"HTTP/1.1 200"), "{path} failed");
+}
+
+/// Other visitors' pages build a site dictionary; Chromium, on a page that announces it,
+/// fetches it at idle, and its next navigation on the site arrives as a delta it renders.
+#[test]
+fn chromium_navigates_to_a_page_sent_against_the_site_dictionary() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let html = "text/html; charset=utf-8";
+    let files = (0..50)
+        .map(|n| {
+            let next = (n == 40).then_some(41);
+            (format!("/docs/chapter-{n}.html"), (html, doc_page(n, next)))
+        })
+        .collect();
+    let origin = Origin::start(files);
+    let proxy = Proxy::start(
+        origin.addr,
+        dir.path(),
+        "[dictionaries]\nmode = \"auto\"\nsite = true\n",
+    );
+    for n in 0..40 {
+        visit(proxy.listen, &format!("/docs/chapter-{n}.html"));
+    }
+    let start = std::time::Instant::now();
+    while proxy.count("site_built") == 0 {
+        assert!(
+            start.elapsed() < RUN_LIMIT,
+            "no site dictionary built; log:\n{}",
+            proxy.child.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let profile = dir.path().join("profile");
+    let base = format!("http://localhost:{}", proxy.listen.port());
+
+    // Chapter 40 announces the dictionary, which Chromium fetches while the page lives
+    // (virtual time), then loads chapter 41 in a frame.
+    let url = format!("{base}/docs/chapter-40.html");
+    let admin = proxy.admin;
+    let watch = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while start.elapsed() < RUN_LIMIT {
+            if site_fetches(admin) > 0 {
+                DICTIONARY_FETCHED.store(true, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    assert_eq!(
+        load_for(&browser, &profile, &url, dir.path(), 30_000),
+        "chapter 41"
+    );
+    let _ = watch.join();
+    assert_eq!(
+        proxy.count("site_fetches"),
+        1,
+        "Chromium did not fetch the announced dictionary; log:\n{}",
+        proxy.child.log()
+    );
+    let log = proxy.child.log();
+    assert_eq!(
+        proxy.count("dcz"),
+        1,
+        "the navigation got no delta; /stats: {:#}\nlog:\n{log}",
+        proxy.stats()["dictionaries"]
+    );
+    // The access line is written once the body has gone, which may be after Chromium exits.
+    let start = std::time::Instant::now();
+    let line = loop {
+        let log = proxy.child.log();
+        let found = log
+            .lines()
+            .find(|line| line.contains("access") && line.contains("/docs/chapter-41.html"))
+            .map(str::to_owned);
+        match found {
+            Some(line) => break line,
+            None if start.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            None => panic!("no access line for the page:\n{log}"),
+        }
+    };
+    assert!(line.contains("dictionary=\"dcz:"), "{line}");
+    let (sent, page) = (proxy.count("bytes_out"), doc_page(41, None).len() as u64);
+    assert!(sent * 4 < page, "the page took {sent} bytes of {page}");
 }

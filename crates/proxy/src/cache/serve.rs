@@ -291,6 +291,7 @@ pub(crate) async fn serve(
             context.ask.is_some(),
             candidate.as_ref(),
         );
+        dictionaries.announce(request, (entry.status, &mut headers), context.secure);
     }
     if used.is_some() && delta.is_none() {
         // A HEAD for a delta not made yet: its length is not known.

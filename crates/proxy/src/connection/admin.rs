@@ -125,6 +125,8 @@ impl AdminState {
                     bytes_in: load(&d.bytes_in),
                     bytes_out: load(&d.bytes_out),
                     bytes_saved: load(&d.bytes_saved),
+                    site_built: load(&d.site_built),
+                    site_fetches: load(&d.site_fetches),
                 }
             },
         }

@@ -13,10 +13,14 @@
 //!   and passes the cross-origin check; the rest of the decision (type, size, budget,
 //!   `no-transform`, an origin's own coding) is the ordinary one, so a response that would
 //!   not be compressed is not sent as a delta either.
+//! - A site's HTML and JSON pages are sampled, and a dictionary built from them is served
+//!   at the proxy's own URL and announced on the site's pages (`auto` with `site = true`;
+//!   see [`site`]).
 //! - Only on TLS connections, or from a loopback peer (a browser's `localhost`): RFC 9842 is
 //!   for secure contexts, and a middlebox on a cleartext path may not know the codings.
 
 pub(crate) mod fill;
+pub(crate) mod site;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH,
-    CONTENT_RANGE, HOST, RANGE, SET_COOKIE,
+    CONTENT_RANGE, COOKIE, HOST, LINK, RANGE, SET_COOKIE,
 };
 use http::request::Parts as RequestParts;
 use http::{Method, StatusCode};
@@ -51,6 +55,9 @@ pub struct DictionarySettings {
     /// The dictionary codings offered, in the proxy's order of preference (default `dcz`,
     /// then `dcb`): the first the client lists is sent.
     pub codings: Vec<DictCoding>,
+    /// Build site dictionaries for HTML and JSON pages (`auto` only; off by default: see
+    /// [`site`]).
+    pub site: bool,
 }
 
 impl Default for DictionarySettings {
@@ -59,6 +66,7 @@ impl Default for DictionarySettings {
             mode: Mode::default(),
             limits: Limits::default(),
             codings: DictCoding::ALL.to_vec(),
+            site: false,
         }
     }
 }
@@ -95,6 +103,10 @@ pub struct DictionaryCounters {
     /// Bytes they saved against the coding each client would have got otherwise, estimated
     /// from that coding's running ratio.
     pub bytes_saved: AtomicU64,
+    /// Site dictionaries built and published.
+    pub site_built: AtomicU64,
+    /// Site dictionaries served to clients.
+    pub site_fetches: AtomicU64,
 }
 
 impl DictionaryCounters {
@@ -153,6 +165,8 @@ pub(crate) struct Dictionaries {
     held: Mutex<Permit>,
     /// The gate the copies of candidates in flight take their bytes from.
     memory: MemoryGate,
+    /// Site dictionaries (`auto` only).
+    sites: Option<site::Sites>,
 }
 
 impl std::fmt::Debug for Dictionaries {
@@ -190,6 +204,7 @@ impl Dictionaries {
             zstd_memory,
             held: Mutex::new(memory.account(0)),
             memory: memory.clone(),
+            sites: (settings.mode == Mode::Auto && settings.site).then(|| site::Sites::new(memory)),
         })
     }
 
@@ -309,12 +324,7 @@ impl Dictionaries {
             return None;
         }
         // Shared-cacheable only: never a response meant for one client.
-        let private = list::elements(fields.get_all(CACHE_CONTROL)).any(|directive| {
-            let name = directive.split(|&b| b == b'=').next().unwrap_or_default();
-            name.eq_ignore_ascii_case(b"private")
-        });
-        if private || fields.contains_key(SET_COOKIE) || request.headers.contains_key(AUTHORIZATION)
-        {
+        if !shared(request, fields) {
             return None;
         }
         let facts = ResponseFacts::from_parts(status, fields);
@@ -330,6 +340,112 @@ impl Dictionaries {
             id: None,
             mark: Some(mark),
         })
+    }
+
+    /// Whether the body of the response with `response` parts to `request` is sampled for a
+    /// site dictionary (see [`site`]); `secure` as for [`Dictionaries::ask`].
+    pub(crate) fn sample(
+        &self,
+        request: &RequestParts,
+        (status, fields): (StatusCode, &HeaderMap),
+        secure: bool,
+    ) -> Option<site::Sample> {
+        let sites = self.sites.as_ref()?;
+        if !secure
+            || request.method != Method::GET
+            || status != StatusCode::OK
+            || fields.contains_key(CONTENT_ENCODING)
+            || fields.contains_key(CONTENT_RANGE)
+            || !shared(request, fields)
+        {
+            return None;
+        }
+        sites.wants(request, fields, &origin_of(request)?)
+    }
+
+    /// Takes a sampled body; builds a site dictionary on a thread of its own when one is due.
+    pub(crate) fn add_sample(self: &Arc<Self>, sample: site::Sample, body: Bytes) {
+        let Some(job) = self
+            .sites
+            .as_ref()
+            .and_then(|sites| sites.add(sample, body))
+        else {
+            return;
+        };
+        let dictionaries = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zipwire-dictionary".into())
+            .spawn(move || dictionaries.build_site(job));
+        if let Err(error) = spawned {
+            debug!(%error, "no thread for a site dictionary");
+        }
+    }
+
+    /// Runs a site dictionary's build and stores what it publishes.
+    fn build_site(&self, job: site::Job) {
+        let origin = job.origin().to_owned();
+        let Some(published) = self.sites.as_ref().and_then(|sites| sites.build(job)) else {
+            return;
+        };
+        self.counters.site_built.fetch_add(1, Ordering::Relaxed);
+        self.store.insert(
+            &origin,
+            published.bytes().clone(),
+            site::LIFETIME,
+            SystemTime::now(),
+            None,
+            true,
+        );
+        self.account();
+    }
+
+    /// The site dictionary a request for a path under [`site::PREFIX`] asks for: its body and
+    /// fields, or `None` (a 404) when none is served there; `None` of the outer option when
+    /// the path is not the proxy's.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn serve_site(&self, request: &RequestParts) -> Option<Option<(Bytes, HeaderMap)>> {
+        let sites = self.sites.as_ref()?;
+        let path = request.uri.path();
+        if !path.starts_with(site::PREFIX) {
+            return None;
+        }
+        let found = origin_of(request).and_then(|origin| sites.find(&origin, path));
+        Some(found.map(|published| {
+            self.counters.site_fetches.fetch_add(1, Ordering::Relaxed);
+            site::response(&published, &request.headers)
+        }))
+    }
+
+    /// Adds `Link: <…>; rel="compression-dictionary"` for the site dictionaries of the
+    /// request's origin to an HTML page (a 200 to a GET, on a secure request).
+    pub(crate) fn announce(
+        &self,
+        request: &RequestParts,
+        (status, fields): (StatusCode, &mut HeaderMap),
+        secure: bool,
+    ) {
+        let Some(sites) = &self.sites else {
+            return;
+        };
+        if !secure || request.method != Method::GET || status != StatusCode::OK {
+            return;
+        }
+        let html = fields
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|media| {
+                let essence = media.split(';').next().unwrap_or_default().trim();
+                essence.eq_ignore_ascii_case("text/html")
+            });
+        if !html {
+            return;
+        }
+        let Some(origin) = origin_of(request) else {
+            return;
+        };
+        for link in sites.links(&origin) {
+            fields.append(LINK, link);
+        }
     }
 
     /// Rewrites a response's fields for what was chosen: a dictionary coding's
@@ -438,6 +554,19 @@ pub(crate) struct Context<'a> {
     pub(crate) ask: Option<&'a Ask>,
     /// TLS, or a loopback peer.
     pub(crate) secure: bool,
+}
+
+/// Whether a response of `fields` to `request` may serve every client: no `private` or
+/// `no-store`, no `Set-Cookie`, and a request without `Authorization` or `Cookie`.
+fn shared(request: &RequestParts, fields: &HeaderMap) -> bool {
+    let personal = list::elements(fields.get_all(CACHE_CONTROL)).any(|directive| {
+        let name = directive.split(|&b| b == b'=').next().unwrap_or_default();
+        name.eq_ignore_ascii_case(b"private") || name.eq_ignore_ascii_case(b"no-store")
+    });
+    !personal
+        && !fields.contains_key(SET_COOKIE)
+        && !request.headers.contains_key(AUTHORIZATION)
+        && !request.headers.contains_key(COOKIE)
 }
 
 /// Whether a decision merges `Accept-Encoding` into `Vary`.

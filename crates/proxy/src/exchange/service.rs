@@ -29,7 +29,7 @@ use zipwire_codec::Limits;
 
 use crate::connection::http::Secure;
 use crate::counters::{protocol_name, Counters};
-use crate::dictionary::fill::DictionaryFill;
+use crate::dictionary::fill::{DictionaryFill, Sink};
 use crate::dictionary::{Dictionaries, Use};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
@@ -226,6 +226,13 @@ impl Proxy {
             .dictionaries
             .as_ref()
             .and_then(|dictionaries| dictionaries.ask(&parts, secure));
+        if let Some(served) = self
+            .dictionaries
+            .as_ref()
+            .and_then(|dictionaries| dictionaries.serve_site(&parts))
+        {
+            return self.site_dictionary(&parts, served, log);
+        }
         let mut lookup = None;
         if let Some(cache) = &self.cache {
             let mut found = cache.lookup(&parts);
@@ -316,6 +323,12 @@ impl Proxy {
         let candidate = dictionaries.and_then(|dictionaries| {
             dictionaries.candidate(&parts, (head.status, &head.headers), secure, &self.rules)
         });
+        let sample = match (dictionaries, &candidate) {
+            (Some(dictionaries), None) => {
+                dictionaries.sample(&parts, (head.status, &head.headers), secure)
+            }
+            _ => None,
+        };
         let chosen = dictionaries
             .zip(ask.as_ref())
             .and_then(|(dictionaries, ask)| {
@@ -335,8 +348,14 @@ impl Proxy {
                 ask.is_some(),
                 candidate.as_ref(),
             );
-            if let Some(candidate) = candidate {
-                log.dictionary_fill(DictionaryFill::new(dictionaries.clone(), candidate));
+            dictionaries.announce(&parts, (head.status, &mut head.headers), secure);
+            let sink = match (candidate, sample) {
+                (Some(candidate), _) => Some(Sink::Dictionary(candidate)),
+                (None, Some(sample)) => Some(Sink::Sample(sample)),
+                (None, None) => None,
+            };
+            if let Some(sink) = sink {
+                log.dictionary_fill(DictionaryFill::new(dictionaries.clone(), sink));
             }
         }
         if self.cache.is_some() {

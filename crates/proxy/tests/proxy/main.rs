@@ -25,6 +25,7 @@ mod origin_limits;
 mod raw;
 mod recoding;
 mod robustness;
+mod site_dictionaries;
 mod streaming;
 mod support;
 mod timeouts;

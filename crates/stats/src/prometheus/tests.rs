@@ -294,9 +294,9 @@ fn every_metric_reads_back() {
             "{labels:?}"
         );
     }
-    // The cache metrics not in `rows` (5 of them) are at 0; so are 9 of the dictionaries'
-    // 11 single metrics, beside the 2 labelled ones.
-    assert_eq!(samples.len(), rows.len() + errors.len() + 5 + 5 + 9 + 2);
+    // The cache metrics not in `rows` (5 of them) are at 0; so are 11 of the dictionaries'
+    // 13 single metrics, beside the 2 labelled ones.
+    assert_eq!(samples.len(), rows.len() + errors.len() + 5 + 5 + 11 + 2);
     assert!(samples.iter().all(|s| s.name.starts_with("zipwire_proxy_")));
 }
 
@@ -304,7 +304,7 @@ fn every_metric_reads_back() {
 fn empty_snapshot_has_every_family() {
     let text = Snapshot::default().to_prometheus();
     let samples = parse(&text);
-    assert_eq!(text.matches("# TYPE ").count(), 47);
+    assert_eq!(text.matches("# TYPE ").count(), 49);
     // Every error series is there at 0 before the first error.
     let errors = samples
         .iter()

@@ -71,6 +71,8 @@ pub struct RawDictionaries {
     pub max_size: Option<Quantity>,
     /// `codings`: "dcz", "dcb", in order of preference.
     pub codings: Option<Vec<String>>,
+    /// `site`: build site dictionaries for HTML and JSON (`auto` only).
+    pub site: Option<bool>,
 }
 
 /// `[cache]`.
@@ -341,6 +343,7 @@ impl RawConfig {
                 max_count: top.dictionaries.max_count.or(self.dictionaries.max_count),
                 max_size: top.dictionaries.max_size.or(self.dictionaries.max_size),
                 codings: top.dictionaries.codings.or(self.dictionaries.codings),
+                site: top.dictionaries.site.or(self.dictionaries.site),
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

@@ -146,6 +146,7 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         .map(|coding| quote(coding.as_str()))
         .collect();
     writeln!(out, "codings = [{}]", codings.join(", "))?;
+    writeln!(out, "site = {}", dictionaries.site)?;
 
     writeln!(out, "\n[forwarding]")?;
     writeln!(

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts as RequestParts;
-use http::Response;
+use http::{Method, Response, StatusCode};
 use tracing::{debug, warn};
 
 use super::Proxy;
@@ -95,6 +96,38 @@ impl Proxy {
             }
             Err(error) => self.error_response(&error, log),
         }
+    }
+
+    /// A site dictionary the proxy serves itself (see `dictionary::site`), or a 404 for a
+    /// path under its prefix that names none.
+    pub(super) fn site_dictionary(
+        &self,
+        request: &RequestParts,
+        served: Option<(Bytes, HeaderMap)>,
+        mut log: AccessLog,
+    ) -> Response<ResponseBody> {
+        let Some((body, fields)) = served else {
+            log.set_status(StatusCode::NOT_FOUND);
+            let mut response = Response::new(ResponseBody::page("404 Not Found\n", log));
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            return response;
+        };
+        log.set_status(StatusCode::OK);
+        let length = body.len();
+        let body = match request.method == Method::HEAD {
+            true => ResponseBody::empty(log),
+            false => ResponseBody::stored(body, log),
+        };
+        let mut response = Response::new(body);
+        *response.headers_mut() = fields;
+        response
+            .headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(length));
+        response
     }
 
     /// The proxy's own answer to a request it could not serve.

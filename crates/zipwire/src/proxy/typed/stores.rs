@@ -42,6 +42,9 @@ pub(super) fn dictionaries(raw: &RawDictionaries) -> Result<DictionarySettings, 
         }
         settings.codings = chosen;
     }
+    if let Some(site) = raw.site {
+        settings.site = site;
+    }
     let limits = &mut settings.limits;
     if let Some(max) = &raw.max_memory {
         limits.max_memory = size_in("dictionaries.max_memory", max, 1 << 16..=u64::MAX)?;
