@@ -5,24 +5,24 @@
 # pages (every tenth page of the site, none of the sequence), from which the proxy builds
 # its site dictionary by itself. Then a visitor with an empty browser cache browses a
 # SEQUENCE of 50 pages: the first page in br (it announces the dictionary with `Link`), the
-# dictionary itself (in br, as a browser fetches it), then every page of the sequence naming
-# the dictionary (Accept-Encoding `dcz` or `dcb` only, as a navigation), each body decoded
-# and compared with the file. A second visitor does the same once the cache has made every
-# delta at its best level (WARMUP s). The peer column is `brotli -q 11` of each page, the
-# best a client without a dictionary gets; the ratios count the dictionary's download.
+# dictionary itself (in br, as a browser fetches it), then the other 49 pages naming the
+# dictionary (Accept-Encoding `br, dcz` or `br, dcb`, as a navigation), each dcz body decoded
+# with `zstd -d -D` and compared with the file. A second visitor does the same once the
+# cache's worker has made every variant and delta at its best level. The peer column is
+# `brotli -q 11` of each page, the best a client without a dictionary gets; the ratios count
+# the first page and the dictionary's download.
 #
 # Two sequences, both fixed before measuring: `spread` (every tenth page of the sorted list
 # of pages outside the genindex, from the fifth: a visitor reading across the site) and
 # `next` (the "next" links from tutorial/index.html: a visitor reading in order).
 #
 # Environment: PYDOC [a python3.11-doc tree; fetched with apt-get download when unset],
-# WARMUP [60], PROXY_CPU [0], ORIGIN_PORT [18190], PROXY_PORT [18191],
+# PROXY_CPU [0], ORIGIN_PORT [18190], PROXY_PORT [18191],
 # ZIPWIRE [target/release/zipwire]. Needs nginx, curl, brotli, python3 (apt-get).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZIPWIRE=${ZIPWIRE:-$ROOT/target/release/zipwire}
-WARMUP=${WARMUP:-60}
 PROXY_CPU=${PROXY_CPU:-0}
 ORIGIN_PORT=${ORIGIN_PORT:-18190}
 PROXY_PORT=${PROXY_PORT:-18191}
@@ -87,5 +87,5 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
-python3 "$ROOT/bench/site_dictionary.py" "$PYDOC" "$PROXY_PORT" "$ADMIN_PORT" "$WARMUP" ||
+python3 "$ROOT/bench/site_dictionary.py" "$PYDOC" "$PROXY_PORT" "$ADMIN_PORT" ||
     die "failed; the proxy's log: $(tail -5 "$WORK/proxy.log")"

@@ -212,7 +212,17 @@ pub(crate) async fn serve(
             }
             None => None,
         };
-        if delta.is_none() && request.method != Method::HEAD {
+        // Never more bytes than the stored variant the client would get otherwise (a delta
+        // made on the request path, or against a dictionary that shares little with the
+        // body, can be larger than a variant at the best level).
+        let larger = matches!(
+            (&delta, &stored),
+            (Some(bytes), Some(variant)) if variant.bytes.len() <= bytes.len()
+        );
+        if larger {
+            delta = None;
+            used = None;
+        } else if delta.is_none() && request.method != Method::HEAD {
             used = None;
         }
     }

@@ -56,7 +56,7 @@ pub struct DictionarySettings {
     /// then `dcb`): the first the client lists is sent.
     pub codings: Vec<DictCoding>,
     /// Build site dictionaries for HTML and JSON pages (`auto` only; off by default: see
-    /// [`site`]).
+    /// `docs/config.md`).
     pub site: bool,
 }
 

@@ -43,6 +43,12 @@ fn origin(
             Bytes::from(read_corpus_file(&path, 1 << 24)),
         );
     }
+    // Text the dictionaries share nothing with.
+    let unrelated = corpus_dir().join("canterbury").join("alice29.txt");
+    files.insert(
+        "/lib/alice29.js".to_owned(),
+        Bytes::from(read_corpus_file(&unrelated, 1 << 24)),
+    );
     let files = Arc::new(files);
     let served = files.clone();
     let seen = Seen::default();
@@ -450,4 +456,52 @@ async fn the_cache_keeps_the_delta_and_serves_it_from_memory() {
     let (plain, body) = get(&client, &proxy, &path, &[("accept-encoding", "br".into())]).await;
     assert_eq!(field(&plain, "content-encoding"), "br");
     assert_eq!(decode_br(&body), new);
+}
+
+#[tokio::test]
+async fn a_hit_never_gets_a_delta_larger_than_the_stored_variant() {
+    let (serving, files, _seen) = origin(&[]);
+    let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
+        config.cache.mode = CacheMode::Fresh;
+    })
+    .await;
+    let client = client();
+    let old = files[&format!("/lib/{OLD}")].clone();
+    get(&client, &proxy, &format!("/lib/{OLD}"), &[]).await;
+    // A body the dictionary does not help: its delta on the request path (zstd 3) is larger
+    // than the br variant the cache's worker makes at brotli 11.
+    let path = "/lib/alice29.js";
+    let br = [("accept-encoding", "br".to_owned())];
+    let (_, streamed) = get(&client, &proxy, path, &br).await;
+    let start = std::time::Instant::now();
+    let best = loop {
+        let (_, body) = get(&client, &proxy, path, &br).await;
+        if body.len() < streamed.len() {
+            break body;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the worker made no br 11 variant"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let mut fields = browser_fields(&old, "same-origin", "no-cors");
+    fields[0].1 = "br, dcz".into();
+    for _ in 0..2 {
+        let (parts, body) = get(&client, &proxy, path, &fields).await;
+        assert_eq!(field(&parts, "content-encoding"), "br");
+        assert_eq!(body, best);
+        let vary = field(&parts, "vary").to_ascii_lowercase();
+        assert!(vary.contains("available-dictionary"), "vary {vary}");
+    }
+    assert_eq!(proxy.stats.dictionaries.dcz.load(Ordering::Relaxed), 0);
+    // The delta itself decodes, and is larger than that variant.
+    let delta =
+        zipwire_proxy::codings::dictionary::dcz_one_shot(&old, 3, &files[path]).expect("a delta");
+    assert!(
+        delta.len() > best.len(),
+        "dcz {} br {}",
+        delta.len(),
+        best.len()
+    );
 }
