@@ -75,6 +75,15 @@ def settle():
     sys.exit("the cache's worker did not settle in 15 minutes")
 
 
+def visit_plain(sequence):
+    """A visitor whose browser has no dictionary support: Chromium's other codings."""
+    sent = 0
+    for path in sequence:
+        response, body = get(path, {"Accept-Encoding": "gzip, deflate, br, zstd"})
+        sent += len(body)
+    return sent
+
+
 def visit(sequence, coding):
     """One visitor with an empty cache: bytes of the first page (br, no dictionary yet), of
     the dictionary it announces, and of the other pages as deltas."""
@@ -133,12 +142,19 @@ def main():
         for path in sequence:
             with open(ROOT + path, "rb") as page:
                 br += len(run(["brotli", "-q", "11", "-c"], page.read()))
-        rows = {}
+        rows, plain = {}, {}
         for visitor in ("first", "later"):
             if visitor == "later":
+                # A dcz miss is streamed, not kept as a delta: the first hit makes it.
+                visit(sequence, "dcz")
                 settle()
+            plain[visitor] = visit_plain(sequence)
             for coding in ("dcz", "dcb"):
                 rows[(coding, visitor)] = visit(sequence, coding)
+        for visitor, label in (("first", "request path"), ("later", "from cache")):
+            total = plain[visitor]
+            print(f"{name:<8} | {'none, ' + label:<18} | {len(sequence):>5} | {identity:>9} | "
+                  f"{br:>9} | {'':>10} | {'':>9} | {'':>9} | {total:>9} | {total / br:.3f}")
         for coding in ("dcz", "dcb"):
             for visitor, label in (("first", "request path"), ("later", "from cache")):
                 sent, size = rows[(coding, visitor)]

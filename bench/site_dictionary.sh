@@ -7,10 +7,13 @@
 # SEQUENCE of 50 pages: the first page in br (it announces the dictionary with `Link`), the
 # dictionary itself (in br, as a browser fetches it), then the other 49 pages naming the
 # dictionary (Accept-Encoding `br, dcz` or `br, dcb`, as a navigation), each dcz body decoded
-# with `zstd -d -D` and compared with the file. A second visitor does the same once the
-# cache's worker has made every variant and delta at its best level. The peer column is
-# `brotli -q 11` of each page, the best a client without a dictionary gets; the ratios count
-# the first page and the dictionary's download.
+# with `zstd -d -D` and compared with the file. A later visitor does the same once the
+# cache's worker has made every variant and delta at its best level (a delta streamed on a
+# miss is not kept: the first hit makes it, so one more visitor passes before the worker
+# settles). Rows `none` are a visitor whose browser has no dictionary support (Accept-Encoding
+# `gzip, deflate, br, zstd`), first on the miss path, later from the cache. The peer column
+# is `brotli -q 11` of each page, the best a client without a dictionary gets; the ratios
+# count the first page and the dictionary's download.
 #
 # Two sequences, both fixed before measuring: `spread` (every tenth page of the sorted list
 # of pages outside the genindex, from the fifth: a visitor reading across the site) and
@@ -59,7 +62,7 @@ if [ -z "${PYDOC:-}" ]; then
 fi
 [ -f "$PYDOC/index.html" ] || die "no python docs at $PYDOC"
 echo "# zipwire: $ZIPWIRE, tree at $(git -C "$ROOT" describe --always --dirty 2> /dev/null || echo '(no git)')"
-echo "# python3.11-doc: $(dpkg-query -W -f '${Version}' python3.11-doc 2> /dev/null || ls "$WORK"/python3.11-doc_*.deb 2> /dev/null | xargs -r basename)"
+echo "# python3.11-doc: $PYDOC"
 
 user_directive=""
 [ "$(id -u)" = 0 ] && user_directive="user root;"

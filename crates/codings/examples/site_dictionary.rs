@@ -36,7 +36,13 @@ fn main() {
         None => vec![32 * 1024, 64 * 1024, 128 * 1024, 256 * 1024],
     };
     let built = train::build(&samples, &sizes, 50).expect("built");
-    let dict = &built.dictionary;
+    let covered = args.get(5).filter(|trainer| *trainer == "cover").map(|_| {
+        let segment = args.get(6).map_or(1024, |s| s.parse().expect("segment"));
+        Bytes::from(zipwire_codings::cover::select_with(
+            &samples, sizes[0], segment,
+        ))
+    });
+    let dict = covered.as_ref().unwrap_or(&built.dictionary);
     let hash = Hash::of(dict);
     let plain: usize = sequence.iter().map(|page| brotli11(page)).sum();
     let download = brotli11(dict);

@@ -39,6 +39,7 @@ use zipwire_codec::{Format, Level};
 use zipwire_rules::negotiate::Coding;
 
 pub mod brotli;
+pub mod cover;
 pub mod dictionary;
 pub mod gzip;
 pub mod step_down;

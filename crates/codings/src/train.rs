@@ -1,13 +1,9 @@
 //! Site dictionaries: a raw dictionary (RFC 9842's only type) built from a sample of what a
 //! site serves, its size chosen by measuring what it saves with its own download counted.
 //!
-//! The content is chosen by zstd's trainer (`ZDICT_trainFromBuffer`, fastCover over the
-//! samples' 8-byte substrings: the frequent segments, most useful last), the maintained tool
-//! for exactly this. Its output is zstd's dictionary format: a 4-byte magic, a 4-byte ID,
-//! entropy tables, then the content. A raw dictionary is used as plain bytes before the body,
-//! so the magic and ID are dropped (no decoder may take it for zstd's format, which
-//! `dcz` forbids); the tables stay as a few hundred bytes no match refers to, which costs
-//! their share of the dictionary's download and nothing else.
+//! The content is chosen by COVER's segment selection ([`crate::cover`]): the 1 KiB
+//! segments of the samples whose 8-byte substrings occur in the most samples, most useful
+//! last.
 //!
 //! [`build`] trains on three quarters of the samples at each size asked, measures each
 //! dictionary on the held-out quarter (`dcz` at [`MEASURE_LEVEL`] against plain zstd at the
@@ -24,9 +20,6 @@ pub const MEASURE_LEVEL: i32 = 9;
 
 /// The level a dictionary's own download is estimated at (a proxy sends it at its best).
 const DOWNLOAD_LEVEL: i32 = 19;
-
-/// zstd's dictionary magic and ID, dropped from the trainer's output.
-const ZSTD_HEADER: usize = 8;
 
 /// What a dictionary was measured to save on held-out samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,12 +77,10 @@ pub struct Trained {
 /// A raw dictionary of at most `size` bytes trained on `samples`; `None` when the trainer
 /// finds nothing to keep (too few or too small samples).
 pub fn train(samples: &[Bytes], size: usize) -> Option<Bytes> {
-    if samples.is_empty() || size <= ZSTD_HEADER {
-        return None;
-    }
-    let trained = zstd::dict::from_samples(samples, size).ok()?;
-    let raw = trained.get(ZSTD_HEADER..)?;
-    (!raw.is_empty()).then(|| Bytes::copy_from_slice(raw))
+    let selected = crate::cover::select(samples, size);
+    // A dictionary that starts as zstd's format would be taken for it (`dcz` forbids).
+    let usable = !selected.is_empty() && crate::dictionary::usable_for_dcz(&selected);
+    usable.then(|| Bytes::from(selected))
 }
 
 /// What `dictionary` saves on `samples` (see [`Measured`]).
@@ -177,7 +168,7 @@ mod tests {
     fn a_trained_dictionary_is_raw_and_makes_pages_smaller() {
         let samples = pages(64);
         let dictionary = train(&samples, 4096).expect("trained");
-        assert!(dictionary.len() <= 4096 - ZSTD_HEADER);
+        assert!(dictionary.len() <= 4096);
         assert!(crate::dictionary::usable_for_dcz(&dictionary));
         let measured = measure(&dictionary, &pages(80)[64..]);
         assert!(measured.with < measured.plain, "{measured:?}");

@@ -14,8 +14,8 @@
 //!   `no-transform`, an origin's own coding) is the ordinary one, so a response that would
 //!   not be compressed is not sent as a delta either.
 //! - A site's HTML and JSON pages are sampled, and a dictionary built from them is served
-//!   at the proxy's own URL and announced on the site's pages (`auto` with `site = true`;
-//!   see [`site`]).
+//!   at the proxy's own URL and announced on the site's pages (`auto`, unless `site =
+//!   false`; see [`site`]).
 //! - Only on TLS connections, or from a loopback peer (a browser's `localhost`): RFC 9842 is
 //!   for secure contexts, and a middlebox on a cleartext path may not know the codings.
 
@@ -55,7 +55,7 @@ pub struct DictionarySettings {
     /// The dictionary codings offered, in the proxy's order of preference (default `dcz`,
     /// then `dcb`): the first the client lists is sent.
     pub codings: Vec<DictCoding>,
-    /// Build site dictionaries for HTML and JSON pages (`auto` only; off by default: see
+    /// Build site dictionaries for HTML and JSON pages (`auto` only; on by default: see
     /// `docs/config.md`).
     pub site: bool,
 }
@@ -66,7 +66,7 @@ impl Default for DictionarySettings {
             mode: Mode::default(),
             limits: Limits::default(),
             codings: DictCoding::ALL.to_vec(),
-            site: false,
+            site: true,
         }
     }
 }

@@ -8,14 +8,15 @@
 //! - **Sampled**: the bodies of fresh, shared-cacheable 200s to GETs without credentials
 //!   (no `Cookie`, no `Authorization`, no `Set-Cookie`, no `private` or `no-store`), in
 //!   identity, on TLS or from loopback; one per path, at most [`SAMPLE_MAX`] bytes of each,
-//!   at most [`SAMPLE_BUDGET`] bytes per origin and kind (oldest dropped first), counted in
-//!   the memory gate.
+//!   at most [`SAMPLE_BUDGET`] bytes per origin and kind (oldest dropped first) and
+//!   [`SAMPLE_TOTAL`] in all, counted in the memory gate.
 //! - **Built** off the request path, on a thread of its own, once [`FIRST_BUILD`] pages are
 //!   sampled: `zipwire_codings::train` tries each of [`SIZES`], measuring on held-out
 //!   samples what a client would receive over [`VIEWS_PER_DOWNLOAD`] page views with the
 //!   dictionary's own download, and the smallest total wins. It is published only when it
 //!   pays: at most [`PAYS`] of the bytes without it.
-//! - **Rebuilt** after every [`REBUILD_AFTER`] newly sampled pages: the new one replaces
+//! - **Rebuilt** after every [`REBUILD_AFTER`] newly sampled pages, at most once per
+//!   [`BUILD_INTERVAL`] (a build takes seconds of one core): the new one replaces
 //!   the current one only when it saves a tenth more on the current samples, and a current
 //!   one that no longer pays stops being announced. The previous [`KEEP`] stay served, and
 //!   the store holds each for its lifetime, so clients that hold one still get deltas.
@@ -27,7 +28,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
@@ -46,6 +47,9 @@ pub const SAMPLE_MAX: usize = 256 * 1024;
 
 /// The most sampled per origin and kind.
 pub const SAMPLE_BUDGET: usize = 4 * 1024 * 1024;
+
+/// The most sampled for all sites together.
+pub const SAMPLE_TOTAL: u64 = 16 * 1024 * 1024;
 
 /// Pages sampled before the first build.
 pub const FIRST_BUILD: usize = 32;
@@ -68,6 +72,12 @@ pub const LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Earlier dictionaries of a site still served.
 pub const KEEP: usize = 2;
+
+/// The least time between two builds of one site's dictionary.
+pub const BUILD_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Paths remembered per site as sampled; past this the memory of them starts over.
+pub const MAX_SEEN: usize = 100_000;
 
 /// Sites (origin and kind) sampled at once.
 pub const MAX_SITES: usize = 64;
@@ -141,6 +151,8 @@ struct Site {
     /// Pages sampled since the last build.
     fresh: usize,
     building: bool,
+    /// When the last build started.
+    built_at: Option<Instant>,
     /// Newest last.
     published: Vec<Arc<Published>>,
     /// Whether the newest is announced (it paid when last measured).
@@ -160,6 +172,8 @@ pub(crate) struct Sites {
     hasher: RandomState,
     /// The samples' bytes, in the memory gate.
     permit: Mutex<Permit>,
+    /// [`BUILD_INTERVAL`], shorter in tests.
+    interval: Duration,
 }
 
 impl std::fmt::Debug for Sites {
@@ -182,6 +196,7 @@ impl Sites {
             inner: Mutex::new(HashMap::new()),
             hasher: RandomState::new(),
             permit: Mutex::new(memory.account(0)),
+            interval: BUILD_INTERVAL,
         }
     }
 
@@ -230,10 +245,17 @@ impl Sites {
             .entry((sample.origin.clone(), sample.kind))
             .or_default();
         let seen = self.hasher.hash_one(&sample.path);
+        if site.seen.len() >= MAX_SEEN {
+            site.seen.clear();
+        }
         if !site.seen.insert(seen) {
             return None;
         }
         let mut permit = self.permit.lock().unwrap_or_else(PoisonError::into_inner);
+        if permit.bytes() + body.len() as u64 > SAMPLE_TOTAL {
+            site.seen.remove(&seen);
+            return None;
+        }
         permit.grow_anyway(body.len() as u64);
         site.bytes += body.len();
         site.samples.push_back((sample.path, body));
@@ -249,10 +271,12 @@ impl Sites {
             true => site.samples.len() >= FIRST_BUILD && site.fresh >= FIRST_BUILD,
             false => site.fresh >= REBUILD_AFTER,
         };
-        if !due || site.building {
+        let recent = site.built_at.is_some_and(|at| at.elapsed() < self.interval);
+        if !due || site.building || recent {
             return None;
         }
         site.building = true;
+        site.built_at = Some(Instant::now());
         site.fresh = 0;
         Some(Job {
             key: (sample.origin, sample.kind),
@@ -433,6 +457,104 @@ mod tests {
             "/docs/"
         );
         assert_eq!(common_directory(&[]), "/");
+    }
+
+    /// Page `n` of a site whose pages share `template`.
+    fn page(template: &str, n: usize) -> Bytes {
+        let mut page = String::new();
+        let mut state = template.bytes().map(u64::from).sum::<u64>() * 0x2545_f491 + 1;
+        for part in 0..600 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            page.push_str(&format!(
+                "<a href=/{template}/{}>{part}</a>",
+                state % 1_000_003
+            ));
+        }
+        let mut state = n as u64 * 0x9e37_79b9 + 7;
+        for _ in 0..300 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            page.push_str(&format!("{} ", state % 100_003));
+        }
+        Bytes::from(page)
+    }
+
+    fn request(path: &str) -> RequestParts {
+        http::Request::get(path)
+            .body(())
+            .expect("request")
+            .into_parts()
+            .0
+    }
+
+    fn html() -> HeaderMap {
+        let mut fields = HeaderMap::new();
+        fields.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
+        fields
+    }
+
+    /// Samples pages `range` of `template` under `/docs/`; the build they make due, if any.
+    fn feed(sites: &Sites, template: &str, range: std::ops::Range<usize>) -> Option<Job> {
+        let mut due = None;
+        for n in range {
+            let path = format!("/docs/{template}-{n}.html");
+            let sample = sites.wants(&request(&path), &html(), "example.com");
+            if let Some(job) = sample.and_then(|sample| sites.add(sample, page(template, n))) {
+                assert!(due.is_none(), "one build at a time");
+                due = Some(job);
+            }
+        }
+        due
+    }
+
+    #[test]
+    fn a_site_gets_a_dictionary_and_a_new_one_when_its_pages_change() {
+        let mut sites = Sites::new(&MemoryGate::new(None));
+        sites.interval = Duration::ZERO;
+        assert!(feed(&sites, "a", 0..FIRST_BUILD - 1).is_none());
+        // A page already sampled is not sampled again.
+        let again = "/docs/a-0.html";
+        assert!(sites
+            .wants(&request(again), &html(), "example.com")
+            .is_none());
+        let job = feed(&sites, "a", FIRST_BUILD - 1..FIRST_BUILD).expect("a build is due");
+        let first = sites.build(job).expect("the first dictionary pays");
+        assert_eq!(sites.links("example.com"), vec![first.link.clone()]);
+        assert!(sites.links("other.example").is_empty());
+        assert_eq!(
+            sites.find("example.com", &first.path).map(|p| p.hash),
+            Some(first.hash)
+        );
+        assert_eq!(
+            first.mark,
+            r#"match="/docs/*", match-dest=("document" "frame" "iframe")"#
+        );
+        let (body, fields) = response(&first, &HeaderMap::new());
+        assert_eq!(body, first.identity);
+        assert!(fields.get("content-encoding").is_none());
+
+        // More pages like the first: the rebuild is no better, the dictionary stays.
+        let job = feed(&sites, "a", 100..100 + REBUILD_AFTER).expect("a rebuild is due");
+        assert!(sites.build(job).is_none());
+        assert_eq!(sites.links("example.com"), vec![first.link.clone()]);
+
+        // The site changes: the rebuild replaces the dictionary, the old one is still served.
+        let job = feed(&sites, "b", 0..REBUILD_AFTER).expect("a rebuild is due");
+        let second = sites.build(job).expect("a new dictionary");
+        assert_ne!(second.hash, first.hash);
+        assert_eq!(sites.links("example.com"), vec![second.link.clone()]);
+        assert!(sites.find("example.com", &first.path).is_some());
+    }
+
+    #[test]
+    fn builds_wait_for_the_interval() {
+        let sites = Sites::new(&MemoryGate::new(None));
+        let job = feed(&sites, "a", 0..FIRST_BUILD).expect("a build is due");
+        sites.build(job).expect("the first dictionary pays");
+        assert!(feed(&sites, "b", 0..2 * REBUILD_AFTER).is_none());
     }
 
     #[test]

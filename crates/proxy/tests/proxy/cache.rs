@@ -583,6 +583,8 @@ async fn forty_pages(mode: CacheMode, max_memory: u64) -> (isize, Proxy) {
         config.cache.clock = time;
         config.cache.max_memory = max_memory;
         config.cache.max_object = 40_000;
+        // The cache's memory alone: no site dictionary samples the pages.
+        config.dictionaries.site = false;
     })
     .await;
     let client = client();

@@ -85,8 +85,31 @@ fn page(n: usize) -> Bytes {
     Bytes::from(page)
 }
 
-/// An origin serving `page(n)` at `/docs/chapter-N.html` as HTML anyone may share, and at
-/// `/account/chapter-N.html` with a `Set-Cookie`.
+/// Document `n` of an API: records with the same fields and values of their own.
+fn json(n: usize) -> Bytes {
+    let mut state = n as u64 * 0x2545_f491 + 3;
+    let records: Vec<String> = (0..60)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            format!(
+                "{{\"id\":{},\"type\":\"example-record\",\"attributes\":{{\"title\":\
+                 \"Record {i}\",\"status\":\"published\",\"created_at\":\
+                 \"2026-12-0{}T10:00:00Z\",\"score\":{}}},\"links\":{{\"self\":\
+                 \"https://api.example.com/v1/records/{}\"}}}}",
+                state % 100_000,
+                1 + state % 9,
+                state % 1000,
+                state % 100_000
+            )
+        })
+        .collect();
+    Bytes::from(format!("{{\"data\":[{}]}}", records.join(",")))
+}
+
+/// An origin serving `page(n)` at `/docs/chapter-N.html` as HTML anyone may share, at
+/// `/account/chapter-N.html` with a `Set-Cookie`, and `json(n)` at `/api/records-N.json`.
 fn origin() -> AcceptLoop {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -97,14 +120,19 @@ fn origin() -> AcceptLoop {
             let number = path
                 .rsplit('-')
                 .next()
-                .and_then(|last| last.strip_suffix(".html"))
+                .and_then(|last| last.strip_suffix(".html").or(last.strip_suffix(".json")))
                 .and_then(|n| n.parse::<usize>().ok())
                 .unwrap_or(0);
-            let mut response = Response::new(Full::new(page(number)));
+            let api = path.starts_with("/api/");
+            let body = if api { json(number) } else { page(number) };
+            let mut response = Response::new(Full::new(body));
             let fields = response.headers_mut();
             fields.insert(
                 "content-type",
-                HeaderValue::from_static("text/html; charset=utf-8"),
+                HeaderValue::from_static(match api {
+                    true => "application/json",
+                    false => "text/html; charset=utf-8",
+                }),
             );
             if path.starts_with("/account/") {
                 fields.insert("set-cookie", HeaderValue::from_static("session=1"));
@@ -261,4 +289,68 @@ async fn pages_anyone_may_share_build_a_dictionary_that_serves_deltas() {
     // Nothing else is served under the proxy's prefix.
     let (missing, _) = get(&client, &proxy, "/.zipwire/dictionary/html-0000", &br).await;
     assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn json_documents_get_a_dictionary_of_their_own() {
+    let serving = origin();
+    let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
+        config.dictionaries.site = true;
+    })
+    .await;
+    let client = client();
+    let br = [("accept-encoding", "br".to_owned())];
+    for n in 0..40 {
+        get(&client, &proxy, &format!("/api/records-{n}.json"), &br).await;
+    }
+    assert!(built(&proxy, 1).await, "no JSON dictionary built");
+    // The site's pages announce it.
+    let (page, _) = get(&client, &proxy, "/docs/chapter-1.html", &br).await;
+    let url = announced(&page).expect("a Link to the dictionary");
+    assert!(url.starts_with("/.zipwire/dictionary/json-"), "{url}");
+    let (served, dictionary) = get(&client, &proxy, &url, &[]).await;
+    // For fetch() under the documents' directory, whatever its destination.
+    assert_eq!(field(&served, "use-as-dictionary"), r#"match="/api/*""#);
+    let fetch = [
+        (
+            "accept-encoding",
+            "gzip, deflate, br, zstd, dcb, dcz".to_owned(),
+        ),
+        (
+            "available-dictionary",
+            serialize_hash(&Hash::of(&dictionary)),
+        ),
+        ("sec-fetch-site", "same-origin".to_owned()),
+        ("sec-fetch-mode", "cors".to_owned()),
+        ("sec-fetch-dest", "empty".to_owned()),
+    ];
+    let (delta, body) = get(&client, &proxy, "/api/records-77.json", &fetch).await;
+    assert_eq!(field(&delta, "content-encoding"), "dcz");
+    assert_eq!(
+        decode(DictCoding::Dcz, &dictionary, &body, 1 << 24).expect("dcz decodes"),
+        json(77)
+    );
+    let (_, plain) = get(&client, &proxy, "/api/records-77.json", &br).await;
+    assert!(
+        body.len() * 10 < plain.len() * 9,
+        "dcz {} bytes, br {}",
+        body.len(),
+        plain.len()
+    );
+
+    // `site = false`: nothing sampled, built or announced.
+    let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
+        config.dictionaries.site = false;
+    })
+    .await;
+    for n in 0..40 {
+        get(&client, &proxy, &format!("/api/records-{n}.json"), &br).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        proxy.stats.dictionaries.site_built.load(Ordering::Relaxed),
+        0
+    );
+    let (page, _) = get(&client, &proxy, "/docs/chapter-1.html", &br).await;
+    assert_eq!(announced(&page), None);
 }

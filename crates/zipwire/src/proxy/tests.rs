@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 58);
+    assert_eq!(example.len(), 59);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
