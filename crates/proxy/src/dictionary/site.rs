@@ -79,7 +79,8 @@ pub const BUILD_INTERVAL: Duration = Duration::from_secs(600);
 /// Paths remembered per site as sampled; past this the memory of them starts over.
 pub const MAX_SEEN: usize = 100_000;
 
-/// Sites (origin and kind) sampled at once.
+/// Sites (origin and kind) sampled at once; when full, the sites without a dictionary that
+/// sampled least make room.
 pub const MAX_SITES: usize = 64;
 
 /// What a site dictionary is built from and serves.
@@ -220,10 +221,11 @@ impl Sites {
         let seen = self.hasher.hash_one(path);
         let sites = self.lock();
         let key = (origin.to_owned(), kind);
-        match sites.get(&key) {
-            Some(site) if site.seen.contains(&seen) => return None,
-            None if sites.len() >= MAX_SITES => return None,
-            _ => {}
+        if sites
+            .get(&key)
+            .is_some_and(|site| site.seen.contains(&seen))
+        {
+            return None;
         }
         Some(Sample {
             origin: key.0,
@@ -238,22 +240,18 @@ impl Sites {
             return None;
         }
         let mut sites = self.lock();
-        if sites.len() >= MAX_SITES && !sites.contains_key(&(sample.origin.clone(), sample.kind)) {
+        let key = (sample.origin.clone(), sample.kind);
+        let mut permit = self.permit.lock().unwrap_or_else(PoisonError::into_inner);
+        let new_site = !sites.contains_key(&key);
+        if !make_room(&mut sites, &mut permit, &key, new_site, body.len() as u64) {
             return None;
         }
-        let site = sites
-            .entry((sample.origin.clone(), sample.kind))
-            .or_default();
+        let site = sites.entry(key).or_default();
         let seen = self.hasher.hash_one(&sample.path);
         if site.seen.len() >= MAX_SEEN {
             site.seen.clear();
         }
         if !site.seen.insert(seen) {
-            return None;
-        }
-        let mut permit = self.permit.lock().unwrap_or_else(PoisonError::into_inner);
-        if permit.bytes() + body.len() as u64 > SAMPLE_TOTAL {
-            site.seen.remove(&seen);
             return None;
         }
         permit.grow_anyway(body.len() as u64);
@@ -349,6 +347,34 @@ impl Sites {
             let site = sites.get(&(origin.to_owned(), kind))?;
             site.published.iter().find(|p| p.path == path).cloned()
         })
+    }
+}
+
+/// Makes room for `bytes` more of samples (and for a new site when `new_site`) by dropping
+/// the sites other than `keep` that have no dictionary yet, fewest samples first: a flood of
+/// `Host` values cannot keep the sites that have one, or are further along, from sampling.
+/// Whether there is room.
+fn make_room(
+    sites: &mut HashMap<(String, Kind), Site>,
+    permit: &mut Permit,
+    keep: &(String, Kind),
+    new_site: bool,
+    bytes: u64,
+) -> bool {
+    loop {
+        let full = new_site && sites.len() >= MAX_SITES;
+        if !full && permit.bytes() + bytes <= SAMPLE_TOTAL {
+            return true;
+        }
+        let victim = sites
+            .iter()
+            .filter(|(key, site)| *key != keep && site.published.is_empty() && !site.building)
+            .min_by_key(|(_, site)| site.samples.len())
+            .map(|(key, _)| key.clone());
+        let Some(victim) = victim.and_then(|key| sites.remove(&key)) else {
+            return false;
+        };
+        permit.shrink(victim.bytes as u64);
     }
 }
 
@@ -547,6 +573,25 @@ mod tests {
         assert_ne!(second.hash, first.hash);
         assert_eq!(sites.links("example.com"), vec![second.link.clone()]);
         assert!(sites.find("example.com", &first.path).is_some());
+    }
+
+    #[test]
+    fn a_flood_of_hosts_cannot_crowd_out_a_site_with_a_dictionary() {
+        let sites = Sites::new(&MemoryGate::new(None));
+        let job = feed(&sites, "a", 0..FIRST_BUILD).expect("a build is due");
+        let published = sites.build(job).expect("the first dictionary pays");
+        for host in 0..3 * MAX_SITES {
+            let origin = format!("junk-{host}.example");
+            let sample = sites
+                .wants(&request("/docs/x.html"), &html(), &origin)
+                .expect("any host is sampled");
+            assert!(sites.add(sample, page("junk", host)).is_none());
+            assert!(sites.lock().len() <= MAX_SITES);
+        }
+        assert_eq!(sites.links("example.com"), vec![published.link.clone()]);
+        // The newest host got its place.
+        let newest = format!("junk-{}.example", 3 * MAX_SITES - 1);
+        assert!(sites.lock().contains_key(&(newest, Kind::Html)));
     }
 
     #[test]
