@@ -522,11 +522,14 @@ impl Dictionaries {
         }
     }
 
-    /// Counts a body sent in a dictionary coding: `identity` bytes became `sent`, where the
+    /// Counts a body sent as `used`: `identity` bytes became `sent`, where the
     /// client's ordinary coding would have sent `ordinary` (known or estimated).
-    pub(crate) fn count_use(&self, coding: DictCoding, identity: u64, sent: u64, ordinary: u64) {
+    pub(crate) fn count_use(&self, used: &Use, identity: u64, sent: u64, ordinary: u64) {
         let counters = &self.counters;
-        counters.uses(coding).fetch_add(1, Ordering::Relaxed);
+        counters.uses(used.coding).fetch_add(1, Ordering::Relaxed);
+        if let Some(sites) = &self.sites {
+            sites.count_use(&used.dictionary.hash);
+        }
         counters.bytes_in.fetch_add(identity, Ordering::Relaxed);
         counters.bytes_out.fetch_add(sent, Ordering::Relaxed);
         counters

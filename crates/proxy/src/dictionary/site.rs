@@ -12,8 +12,10 @@
 //!   [`SAMPLE_TOTAL`] in all, counted in the memory gate.
 //! - **Built** off the request path, on a thread of its own, once [`FIRST_BUILD`] pages are
 //!   sampled: `zipwire_codings::train` tries each of [`SIZES`], measuring on held-out
-//!   samples what a client would receive over [`VIEWS_PER_DOWNLOAD`] page views with the
-//!   dictionary's own download, and the smallest total wins. It is published only when it
+//!   samples what a client would receive over as many page views per download of the
+//!   dictionary as the site's clients have made (counted once its dictionaries were fetched
+//!   [`MEASURED_AFTER`] times; [`VIEWS_PER_DOWNLOAD`] until then) with the dictionary's own
+//!   download, and the smallest total wins. It is published only when it
 //!   pays: at most [`PAYS`] of the bytes without it.
 //! - **Rebuilt** after every [`REBUILD_AFTER`] newly sampled pages, at most once per
 //!   [`BUILD_INTERVAL`] (a build takes seconds of one core): the new one replaces
@@ -27,6 +29,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -61,8 +64,12 @@ pub const REBUILD_AFTER: usize = 64;
 pub const SIZES: [usize; 4] = [16 * 1024, 32 * 1024, 64 * 1024, 128 * 1024];
 
 /// Page views a client is assumed to make per download of a dictionary when its size is
-/// chosen: a dictionary lives for [`LIFETIME`], across visits.
+/// chosen, until the site's own are measured: a dictionary lives for [`LIFETIME`], across
+/// visits.
 pub const VIEWS_PER_DOWNLOAD: u64 = 20;
+
+/// Downloads of a site's dictionaries after which its own views per download count.
+pub const MEASURED_AFTER: u64 = 8;
 
 /// The most a dictionary's total may be of the bytes without it to be published.
 pub const PAYS: f64 = 0.95;
@@ -134,6 +141,10 @@ pub(crate) struct Published {
     mark: HeaderValue,
     link: HeaderValue,
     measured: Measured,
+    /// Times it was served.
+    fetches: AtomicU64,
+    /// Responses sent as deltas against it.
+    uses: AtomicU64,
 }
 
 impl Published {
@@ -167,6 +178,24 @@ impl Job {
     }
 }
 
+impl Site {
+    /// Page views per download of this site's dictionaries: measured once they were fetched
+    /// [`MEASURED_AFTER`] times, else [`VIEWS_PER_DOWNLOAD`].
+    fn views(&self) -> u64 {
+        let count = |field: fn(&Published) -> &AtomicU64| -> u64 {
+            self.published
+                .iter()
+                .map(|p| field(p).load(Ordering::Relaxed))
+                .sum()
+        };
+        let fetches = count(|p| &p.fetches);
+        match fetches >= MEASURED_AFTER {
+            true => (count(|p| &p.uses) / fetches).clamp(1, 1000),
+            false => VIEWS_PER_DOWNLOAD,
+        }
+    }
+}
+
 /// Every site's samples and dictionaries.
 pub(crate) struct Sites {
     inner: Mutex<HashMap<(String, Kind), Site>>,
@@ -188,6 +217,8 @@ pub(crate) struct Job {
     key: (String, Kind),
     samples: Vec<(String, Bytes)>,
     current: Option<Arc<Published>>,
+    /// Page views per download to size for.
+    views: u64,
 }
 
 impl Sites {
@@ -280,6 +311,7 @@ impl Sites {
             key: (sample.origin, sample.kind),
             samples: site.samples.iter().cloned().collect(),
             current: site.published.last().cloned(),
+            views: site.views(),
         })
     }
 
@@ -288,7 +320,8 @@ impl Sites {
     pub(crate) fn build(&self, job: Job) -> Option<Arc<Published>> {
         let bodies: Vec<Bytes> = job.samples.iter().map(|(_, body)| body.clone()).collect();
         let paths: Vec<&str> = job.samples.iter().map(|(path, _)| path.as_str()).collect();
-        let built = train::build(&bodies, &SIZES, VIEWS_PER_DOWNLOAD);
+        let views = job.views;
+        let built = train::build(&bodies, &SIZES, views);
         let (origin, kind) = job.key.clone();
         let mut sites = self.lock();
         let site = sites.entry(job.key).or_default();
@@ -297,14 +330,13 @@ impl Sites {
             let now = train::measure(&current.identity, &train::held_out(&bodies));
             (current, now)
         });
-        let pays = |measured: &Measured| measured.projected(VIEWS_PER_DOWNLOAD) <= PAYS;
+        let pays = |measured: &Measured| measured.projected(views) <= PAYS;
         if let Some((_, now)) = &current {
             site.announced = pays(now);
         }
         let built = built.filter(|built| pays(&built.measured))?;
         if let Some((_, now)) = &current {
-            let better = built.measured.projected(VIEWS_PER_DOWNLOAD)
-                < 0.9 * now.projected(VIEWS_PER_DOWNLOAD);
+            let better = built.measured.projected(views) < 0.9 * now.projected(views);
             if !better {
                 debug!(origin, kind = kind.name(), "site dictionary kept");
                 return None;
@@ -316,7 +348,8 @@ impl Sites {
             kind = kind.name(),
             bytes = published.identity.len(),
             hash = %published.hash.short(),
-            projected = published.measured.projected(VIEWS_PER_DOWNLOAD),
+            views,
+            projected = published.measured.projected(views),
             "site dictionary built"
         );
         site.published.push(published.clone());
@@ -340,13 +373,27 @@ impl Sites {
             .collect()
     }
 
-    /// The dictionary served at `path` on `origin`, if one is.
+    /// The dictionary served at `path` on `origin`, if one is (counted as fetched).
     pub(crate) fn find(&self, origin: &str, path: &str) -> Option<Arc<Published>> {
         let sites = self.lock();
-        [Kind::Html, Kind::Json].into_iter().find_map(|kind| {
+        let found = [Kind::Html, Kind::Json].into_iter().find_map(|kind| {
             let site = sites.get(&(origin.to_owned(), kind))?;
             site.published.iter().find(|p| p.path == path).cloned()
-        })
+        })?;
+        found.fetches.fetch_add(1, Ordering::Relaxed);
+        Some(found)
+    }
+
+    /// Counts a response sent as a delta against the dictionary `hash`, if it is a site's.
+    pub(crate) fn count_use(&self, hash: &Hash) {
+        let sites = self.lock();
+        let found = sites
+            .values()
+            .flat_map(|site| site.published.iter())
+            .find(|published| published.hash == *hash);
+        if let Some(published) = found {
+            published.uses.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -407,6 +454,8 @@ fn publish(kind: Kind, paths: &[&str], bytes: Bytes, measured: Measured) -> Opti
         mark,
         link,
         measured,
+        fetches: AtomicU64::new(0),
+        uses: AtomicU64::new(0),
     })
 }
 
@@ -592,6 +641,32 @@ mod tests {
         // The newest host got its place.
         let newest = format!("junk-{}.example", 3 * MAX_SITES - 1);
         assert!(sites.lock().contains_key(&(newest, Kind::Html)));
+    }
+
+    #[test]
+    fn views_per_download_are_measured_once_there_are_enough_downloads() {
+        let mut sites = Sites::new(&MemoryGate::new(None));
+        sites.interval = Duration::ZERO;
+        let job = feed(&sites, "a", 0..FIRST_BUILD).expect("a build is due");
+        assert_eq!(job.views, VIEWS_PER_DOWNLOAD);
+        let published = sites.build(job).expect("the first dictionary pays");
+        let fetch = |count| {
+            for _ in 0..count {
+                sites.find("example.com", &published.path).expect("served");
+            }
+        };
+        fetch(MEASURED_AFTER - 1);
+        for _ in 0..60 * MEASURED_AFTER {
+            sites.count_use(&published.hash);
+        }
+        // A hash that is no site's counts nowhere.
+        sites.count_use(&Hash::of(b"another dictionary"));
+        let job = feed(&sites, "a", 100..100 + REBUILD_AFTER).expect("a rebuild is due");
+        assert_eq!(job.views, VIEWS_PER_DOWNLOAD, "too few downloads to count");
+        sites.build(job);
+        fetch(1);
+        let job = feed(&sites, "a", 200..200 + REBUILD_AFTER).expect("a rebuild is due");
+        assert_eq!(job.views, 60);
     }
 
     #[test]

@@ -503,15 +503,12 @@ impl Drop for AccessLog {
         let mut dictionary = String::new();
         if let Some((used, dictionaries)) = &self.dictionary {
             dictionary = used.describe();
-            if let (
-                Outcome::Complete,
-                Transform::Dictionary(coding, ordinary),
-                Some(dictionaries),
-            ) = (&self.outcome, self.transform, dictionaries)
+            if let (Outcome::Complete, Transform::Dictionary(_, ordinary), Some(dictionaries)) =
+                (&self.outcome, self.transform, dictionaries)
             {
                 let meter = &counters.codings.get(ordinary).meter;
                 let ordinary = estimate(meter, received);
-                dictionaries.count_use(coding, received, self.sent, ordinary);
+                dictionaries.count_use(used, received, self.sent, ordinary);
             }
         }
         if !self.write_line {

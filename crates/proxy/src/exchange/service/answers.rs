@@ -80,7 +80,7 @@ impl Proxy {
                         let meter = &self.counters.codings.get(coding).meter;
                         let ordinary = estimate(meter, identity);
                         let sent = served.body.len() as u64;
-                        dictionaries.count_use(used.coding, identity, sent, ordinary);
+                        dictionaries.count_use(&used, identity, sent, ordinary);
                     }
                     log.dictionary(used, None);
                 }
