@@ -99,7 +99,7 @@ fn origin(
 type Seen = Arc<std::sync::Mutex<Option<http::HeaderMap>>>;
 
 /// A GET of `path` with `fields`.
-async fn get(
+pub(crate) async fn get(
     client: &TestClient,
     proxy: &Proxy,
     path: &str,
@@ -134,7 +134,7 @@ fn browser_fields(dictionary: &[u8], site: &str, mode: &str) -> Vec<(&'static st
     ]
 }
 
-fn field<'a>(parts: &'a http::response::Parts, name: &str) -> &'a str {
+pub(crate) fn field<'a>(parts: &'a http::response::Parts, name: &str) -> &'a str {
     parts
         .headers
         .get(name)
@@ -150,7 +150,7 @@ fn decode_ordinary(parts: &http::response::Parts, body: &[u8]) -> Vec<u8> {
     }
 }
 
-fn decode_br(body: &[u8]) -> Vec<u8> {
+pub(crate) fn decode_br(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     brotli::Decompressor::new(body, 4096)
         .read_to_end(&mut out)

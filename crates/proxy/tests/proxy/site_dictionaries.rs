@@ -4,14 +4,13 @@
 //! are never sampled.
 
 use std::convert::Infallible;
-use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -22,7 +21,8 @@ use zipwire_dictionary::{DictCoding, Hash};
 use zipwire_proxy::codings::dictionary::decode;
 use zipwire_testkit::origin::AcceptLoop;
 
-use crate::support::{client, upstream, Proxy, TestClient};
+use crate::dictionaries::{decode_br, field, get};
+use crate::support::{client, upstream, Proxy};
 
 /// Page `n` of a site: a shared template around text of its own, about 30 KB.
 fn page(n: usize) -> Bytes {
@@ -143,40 +143,6 @@ fn origin() -> AcceptLoop {
             .serve_connection(TokioIo::new(stream), service)
             .await;
     })
-}
-
-/// A GET of `path` with `fields`.
-async fn get(
-    client: &TestClient,
-    proxy: &Proxy,
-    path: &str,
-    fields: &[(&str, String)],
-) -> (http::response::Parts, Bytes) {
-    let mut request = Request::builder().uri(proxy.url(path));
-    for (name, value) in fields {
-        request = request.header(*name, value.as_str());
-    }
-    let response = client
-        .request(request.body(Empty::new()).expect("request"))
-        .await
-        .expect("a response");
-    let (parts, body) = response.into_parts();
-    (parts, body.collect().await.expect("a body").to_bytes())
-}
-
-fn field<'a>(parts: &'a http::response::Parts, name: &str) -> &'a str {
-    parts
-        .headers
-        .get(name)
-        .map_or("", |value| value.to_str().unwrap_or(""))
-}
-
-fn decode_br(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    brotli::Decompressor::new(body, 4096)
-        .read_to_end(&mut out)
-        .expect("valid br");
-    out
 }
 
 /// Waits up to 60 s for `built` site dictionaries.
