@@ -100,6 +100,27 @@ impl BodyDecoder {
 }
 
 /// The output limit of `limits`: `max_output`, and `max_ratio` times the input so far.
+/// After a decoder's call: the error it stops at, corrupt input at the offset read so far or
+/// output past `limits`, kept in `slot` so that every later call fails the same way.
+fn stop(
+    slot: &mut Option<DecodeError>,
+    limits: &Limits,
+    (total_in, total_out): (u64, u64),
+    corrupt: bool,
+) -> Result<(), DecodeError> {
+    let error = match corrupt {
+        true => Some(DecodeError::Corrupt { offset: total_in }),
+        false => over_limit(limits, total_in, total_out),
+    };
+    match error {
+        Some(error) => {
+            *slot = Some(error.clone());
+            Err(error)
+        }
+        None => Ok(()),
+    }
+}
+
 fn over_limit(limits: &Limits, total_in: u64, total_out: u64) -> Option<DecodeError> {
     if let Some(max) = limits.max_output {
         if total_out > max {
@@ -163,18 +184,10 @@ impl ZstdDecoder {
             // A call that moved nothing says only what the next frame would need.
             Ok(_) if consumed == 0 && produced == 0 => {}
             Ok(hint) => self.at_frame_end = hint == 0,
-            Err(_) => {
-                let error = DecodeError::Corrupt {
-                    offset: self.total_in,
-                };
-                self.error = Some(error.clone());
-                return Err(error);
-            }
+            Err(_) => {}
         }
-        if let Some(error) = over_limit(&self.limits, self.total_in, self.total_out) {
-            self.error = Some(error.clone());
-            return Err(error);
-        }
+        let totals = (self.total_in, self.total_out);
+        stop(&mut self.error, &self.limits, totals, result.is_err())?;
         Ok(Progress { consumed, produced })
     }
 
@@ -241,21 +254,12 @@ impl BrotliDecoder {
         );
         self.total_in += input_offset as u64;
         self.total_out += output_offset as u64;
-        match result {
-            BrotliResult::ResultSuccess => self.finished = true,
-            BrotliResult::NeedsMoreInput | BrotliResult::NeedsMoreOutput => {}
-            BrotliResult::ResultFailure => {
-                let error = DecodeError::Corrupt {
-                    offset: self.total_in,
-                };
-                self.error = Some(error.clone());
-                return Err(error);
-            }
+        let corrupt = matches!(result, BrotliResult::ResultFailure);
+        if matches!(result, BrotliResult::ResultSuccess) {
+            self.finished = true;
         }
-        if let Some(error) = over_limit(&self.limits, self.total_in, self.total_out) {
-            self.error = Some(error.clone());
-            return Err(error);
-        }
+        let totals = (self.total_in, self.total_out);
+        stop(&mut self.error, &self.limits, totals, corrupt)?;
         Ok(Progress {
             consumed: input_offset,
             produced: output_offset,
