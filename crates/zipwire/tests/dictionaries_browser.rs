@@ -474,6 +474,18 @@ fn visit(addr: SocketAddr, path: &str) {
 /// fetches it at idle, and its next navigation on the site arrives as a delta it renders.
 #[test]
 fn chromium_navigates_to_a_page_sent_against_the_site_dictionary() {
+    navigation_gets_a_site_delta("dcz");
+}
+
+/// The same as `dcb`, whose stream also refers to brotli's built-in words (a page of
+/// English words): Chromium's Shared Brotli decoder counts their distances past the
+/// dictionary as the proxy's encoder does.
+#[test]
+fn chromium_navigates_to_a_page_sent_as_dcb_against_the_site_dictionary() {
+    navigation_gets_a_site_delta("dcb");
+}
+
+fn navigation_gets_a_site_delta(coding: &str) {
     let Some(browser) = chromium() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
     let html = "text/html; charset=utf-8";
@@ -487,7 +499,7 @@ fn chromium_navigates_to_a_page_sent_against_the_site_dictionary() {
     let proxy = Proxy::start(
         origin.addr,
         dir.path(),
-        "[dictionaries]\nmode = \"auto\"\nsite = true\n",
+        &format!("[dictionaries]\nmode = \"auto\"\nsite = true\ncodings = [\"{coding}\"]\n"),
     );
     for n in 0..40 {
         visit(proxy.listen, &format!("/docs/chapter-{n}.html"));
@@ -531,7 +543,7 @@ fn chromium_navigates_to_a_page_sent_against_the_site_dictionary() {
     );
     let log = proxy.child.log();
     assert_eq!(
-        proxy.count("dcz"),
+        proxy.count(coding),
         1,
         "the navigation got no delta; /stats: {:#}\nlog:\n{log}",
         proxy.stats()["dictionaries"]
@@ -552,7 +564,7 @@ fn chromium_navigates_to_a_page_sent_against_the_site_dictionary() {
             None => panic!("no access line for the page:\n{log}"),
         }
     };
-    assert!(line.contains("dictionary=\"dcz:"), "{line}");
+    assert!(line.contains(&format!("dictionary=\"{coding}:")), "{line}");
     let (sent, page) = (proxy.count("bytes_out"), doc_page(41, None).len() as u64);
     assert!(sent * 4 < page, "the page took {sent} bytes of {page}");
 }
