@@ -376,6 +376,30 @@ pub fn dictionary(data: &[u8]) {
             {
                 assert!(decoded.len() as u64 <= limit);
             }
+            // The proxy's own streaming decoder of an upstream's dcb/dcz, fed in pieces.
+            let held = bytes::Bytes::copy_from_slice(dictionary);
+            let resolve: crate::encode::body::dictionary_decoder::Resolve =
+                Box::new(move |_| Some(held));
+            let limits = zipwire_codec::Limits {
+                max_output: Some(limit),
+                ..zipwire_codec::Limits::default()
+            };
+            let decoding = crate::encode::body::decoders::Decoding::Dictionary(coding, resolve);
+            let mut decoder = decoding.decoder(limits);
+            let (mut out, mut produced) = (vec![0; 4096], 0u64);
+            for piece in input.chunks(usize::from(selector % 61) + 1) {
+                let mut rest = piece;
+                while let Ok(progress) = decoder.decode(rest, &mut out) {
+                    produced += progress.produced as u64;
+                    rest = &rest[progress.consumed..];
+                    if progress.consumed == 0 && progress.produced == 0 {
+                        break;
+                    }
+                }
+            }
+            if decoder.finish().is_ok() {
+                assert!(produced <= limit);
+            }
         }
     }
 }

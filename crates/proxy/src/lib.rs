@@ -110,7 +110,7 @@ pub use counters::{
     BypassCounters, CodingCounter, CodingCounters, Counters, ErrorCounters, GatherCounters,
     ProtocolCounters,
 };
-pub use dictionary::{DictionaryCounters, DictionarySettings};
+pub use dictionary::{DictionaryCounters, DictionarySettings, PathRule as DictionaryPathRule};
 pub use error::{ProxyError, Side};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,

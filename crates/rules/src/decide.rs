@@ -274,8 +274,15 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
         ContentEncoding::Other => return pass_vary(Bypass::AlreadyEncoded),
         ContentEncoding::Gzip | ContentEncoding::Br | ContentEncoding::Zstd => {
             if let Some(coding) = resp.content_encoding.decodable() {
-                return decide_encoded(req, payload, coding);
+                let accepted = req.accept_encoding.accepts(coding);
+                return decide_encoded(req, payload, accepted);
             }
+        }
+        ContentEncoding::Dcb | ContentEncoding::Dcz => {
+            if !cfg.decode_dictionary_codings {
+                return pass_vary(Bypass::AlreadyEncoded);
+            }
+            return decide_encoded(req, payload, false);
         }
     }
     let Some(media) = &resp.content_type else {
@@ -314,10 +321,11 @@ pub fn decide(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> Decision
     Decision::Compress { coding, payload }
 }
 
-/// Upstream sent gzip, br or zstd (`coding`): pass it to a client that accepts it, decode it
-/// for one that does not (a coding the client did not ask for never reaches it).
-fn decide_encoded(req: &RequestFacts, payload: Payload, coding: Coding) -> Decision {
-    let reason = if req.accept_encoding.accepts(coding) {
+/// Upstream sent gzip, br or zstd: pass it to a client that accepts it (`accepted`), decode
+/// it for one that does not (a coding the client did not ask for never reaches it). An
+/// unasked `dcb` or `dcz` is never accepted.
+fn decide_encoded(req: &RequestFacts, payload: Payload, accepted: bool) -> Decision {
+    let reason = if accepted {
         Bypass::AlreadyEncoded
     } else if req.no_transform {
         Bypass::NoTransform
@@ -360,6 +368,7 @@ fn not_modified_vary(req: &RequestFacts, resp: &ResponseFacts, cfg: &Rules) -> V
     }
     let recoded = match resp.content_encoding {
         ContentEncoding::Other => false,
+        ContentEncoding::Dcb | ContentEncoding::Dcz => cfg.decode_dictionary_codings,
         ContentEncoding::Gzip | ContentEncoding::Br | ContentEncoding::Zstd => resp
             .content_encoding
             .decodable()

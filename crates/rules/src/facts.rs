@@ -108,6 +108,12 @@ pub enum ContentEncoding {
     Br,
     /// Exactly one coding, `zstd`: decoded, as gzip is, for a client that does not accept it.
     Zstd,
+    /// Exactly one coding, `dcb` (RFC 9842): passed as it is, or, where the proxy asks
+    /// upstream for no dictionary coding ([`crate::Rules::decode_dictionary_codings`]),
+    /// decoded against the dictionary it names.
+    Dcb,
+    /// Exactly one coding, `dcz`: as [`ContentEncoding::Dcb`].
+    Dcz,
     /// Anything else: another coding, several codings, or a value that does not parse. Left
     /// alone.
     Other,
@@ -128,6 +134,8 @@ impl ContentEncoding {
             }
             (Some(coding), None) if coding.eq_ignore_ascii_case(b"br") => ContentEncoding::Br,
             (Some(coding), None) if coding.eq_ignore_ascii_case(b"zstd") => ContentEncoding::Zstd,
+            (Some(coding), None) if coding.eq_ignore_ascii_case(b"dcb") => ContentEncoding::Dcb,
+            (Some(coding), None) if coding.eq_ignore_ascii_case(b"dcz") => ContentEncoding::Dcz,
             _ => ContentEncoding::Other,
         }
     }
@@ -138,7 +146,10 @@ impl ContentEncoding {
             ContentEncoding::Gzip => Some(Coding::Gzip),
             ContentEncoding::Br => Some(Coding::Br),
             ContentEncoding::Zstd => Some(Coding::Zstd),
-            ContentEncoding::Identity | ContentEncoding::Other => None,
+            ContentEncoding::Identity
+            | ContentEncoding::Other
+            | ContentEncoding::Dcb
+            | ContentEncoding::Dcz => None,
         }
     }
 }
@@ -215,7 +226,10 @@ mod tests {
             ),
             (&[("content-encoding", "br")], ContentEncoding::Br),
             (&[("content-encoding", "ZSTD")], ContentEncoding::Zstd),
-            (&[("content-encoding", "dcz")], ContentEncoding::Other),
+            (&[("content-encoding", "dcz")], ContentEncoding::Dcz),
+            (&[("content-encoding", "DCB")], ContentEncoding::Dcb),
+            (&[("content-encoding", "dcb, gzip")], ContentEncoding::Other),
+            (&[("content-encoding", "xdcz")], ContentEncoding::Other),
             (&[("content-encoding", "br, zstd")], ContentEncoding::Other),
             (
                 &[("content-encoding", "gzip, gzip")],

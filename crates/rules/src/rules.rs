@@ -61,6 +61,11 @@ pub struct Rules {
     /// event streams pass uncompressed even when their type is listed. Default `false`: the
     /// server that provides the flushing sets it.
     pub event_stream_flush: bool,
+    /// Whether an upstream's `dcb` or `dcz` body is decoded for the client rather than
+    /// passed: set by a server that never forwards `Available-Dictionary` or the dictionary
+    /// codings, so that such a body was sent unasked and no client can be assumed to hold its
+    /// dictionary. Default `false` (passed, as any coding the upstream chose).
+    pub decode_dictionary_codings: bool,
 }
 
 impl Rules {
@@ -82,6 +87,7 @@ impl Default for Rules {
             types,
             offered: DEFAULT_CODINGS.to_vec(),
             event_stream_flush: false,
+            decode_dictionary_codings: false,
         }
     }
 }

@@ -24,7 +24,7 @@ use zipwire_rules::{
 use crate::cache::range;
 use crate::counters::Counters;
 use crate::dictionary::{Context, Dictionaries, Use};
-use crate::encode::body::decoders;
+use crate::encode::body::decoders::{self, Decoding};
 use crate::encode::body::{thread_cpu, BodyMeter};
 use crate::error::ProxyError;
 use zipwire_dictionary::DictCoding;
@@ -191,7 +191,7 @@ pub(crate) async fn serve(
             }),
             Decision::Compress { .. },
         ) if entry.status == StatusCode::OK => {
-            dictionaries.choose(ask, &request.headers, &entry.headers)
+            dictionaries.choose(ask, (&request.headers, &entry.headers), Path::Stored)
         }
         _ => None,
     };
@@ -264,12 +264,12 @@ pub(crate) async fn serve(
             let limits = encoders.gunzip.unwrap_or_default();
             let as_sent = entry.body.as_sent.as_deref().unwrap_or_default();
             let cpu = thread_cpu();
-            let coding = response
-                .content_encoding
-                .decodable()
-                .unwrap_or(Coding::Gzip);
+            let decoding = Decoding::of(response.content_encoding, |coding| {
+                let dictionaries = dictionary?.dictionaries;
+                Some(dictionaries.resolve_stored(coding, as_sent, request))
+            });
             let decoded =
-                decoders::decode_all(coding, as_sent, limits).map_err(ProxyError::Gunzip)?;
+                decoders::decode_all(decoding, as_sent, limits).map_err(ProxyError::Gunzip)?;
             BodyMeter::with_totals(counters.decompression.clone()).record(
                 as_sent.len(),
                 decoded.len(),

@@ -31,6 +31,7 @@ use crate::connection::http::Secure;
 use crate::counters::{protocol_name, Counters};
 use crate::dictionary::fill::{DictionaryFill, Sink};
 use crate::dictionary::{Dictionaries, Use};
+use crate::encode::body::decoders::{self, Decoding};
 use crate::encode::body::{
     gunzip, BodyEncoder, CompressBody, DecompressBody, FlushPolicy, GatherGate,
 };
@@ -43,6 +44,7 @@ use crate::exchange::upgrade;
 use crate::exchange::upstream::{Head, UpstreamBody, Upstreams};
 use crate::exchange::versions::{for_http11_upstream, set_version};
 use crate::settings::ProxyConfig;
+use crate::DictionaryMode;
 use zipwire_adapt::Throttle;
 use zipwire_adapt::{MemoryGate, Permit};
 use zipwire_cache::policy::{strip_surrogate_control, SURROGATE_CAPABILITY};
@@ -51,7 +53,7 @@ use zipwire_cache::Cache;
 use zipwire_codings::Codings;
 use zipwire_rules::forward::{self, ViaEntries};
 use zipwire_rules::headers;
-use zipwire_rules::negotiate::{Coding, Negotiated};
+use zipwire_rules::negotiate::Negotiated;
 use zipwire_rules::Rules;
 use zipwire_rules::{admit, Decision, Path, Payload};
 use zipwire_rules::{ContentEncoding, RequestFacts, ResponseFacts};
@@ -106,6 +108,9 @@ impl Proxy {
         // Event streams are compressed with a zero flush delay (see `flush_policy`), so every
         // event reaches the client when the upstream sends it.
         rules.event_stream_flush = true;
+        // With dictionaries on, `Available-Dictionary` and the dictionary codings are not
+        // forwarded, so an upstream's `dcb` or `dcz` was sent unasked: decoded, never passed.
+        rules.decode_dictionary_codings = config.dictionaries.mode != DictionaryMode::Off;
         let via = config.forwarding.via.as_deref().and_then(|pseudonym| {
             let entries = ViaEntries::new(pseudonym);
             if entries.is_none() {
@@ -332,12 +337,12 @@ impl Proxy {
         let chosen = dictionaries
             .zip(ask.as_ref())
             .and_then(|(dictionaries, ask)| {
-                dictionaries.choose(ask, &parts.headers, &head.headers)
+                dictionaries.choose(ask, (&parts.headers, &head.headers), Path::Streamed)
             });
-        // The coding a decompressed body is decoded from, read before the filter rewrites it.
-        let decoding = ContentEncoding::from_headers(&head.headers)
-            .decodable()
-            .unwrap_or(Coding::Gzip);
+        // What a decompressed body is decoded from, read before the filter rewrites it.
+        let decoding = Decoding::of(ContentEncoding::from_headers(&head.headers), |_| {
+            Some(dictionaries?.resolver(&parts))
+        });
         let (decision, flush, permit, encoder, used) =
             self.response_filter(&facts, &mut head, parts.version, chosen);
         if let Some(dictionaries) = dictionaries {
@@ -590,8 +595,8 @@ impl Proxy {
             // A client that does not accept the coding can get the body in no other form, so
             // the gate is not asked but told: the decoder's memory counts, and compressing
             // streams are refused sooner while it is held.
-            let coding = facts.content_encoding.decodable().unwrap_or(Coding::Gzip);
-            let state = crate::encode::body::decoders::stream_memory(coding);
+            let largest = self.dictionaries.as_ref().map_or(0, |d| d.max_size());
+            let state = decoders::encoding_memory(facts.content_encoding, largest);
             permit = Some(self.memory.account(gunzip::DECODE_CHUNK as u64 + state));
         }
         headers::apply(&decision, &mut response.headers, version);
@@ -641,7 +646,7 @@ impl Proxy {
         &self,
         decision: Decision,
         (flush, permit): (FlushPolicy, Option<Permit>),
-        (encoder, transform, decoding): (Option<BodyEncoder>, Option<Transform>, Coding),
+        (encoder, transform, decoding): (Option<BodyEncoder>, Option<Transform>, Decoding),
         head: &ResponseParts,
         upstream: UpstreamBody,
         mut log: AccessLog,
@@ -694,7 +699,7 @@ impl Proxy {
             } => {
                 let limits = self.gunzip.unwrap_or_default();
                 ResponseBody::decompress(upstream, log, |body, meter| {
-                    DecompressBody::of(decoding, body, limits, meter)
+                    DecompressBody::decoding(decoding, body, limits, meter)
                 })
             }
             Decision::Pass { .. } => ResponseBody::pass(upstream, log),

@@ -49,6 +49,19 @@ fn origin(
         "/lib/alice29.js".to_owned(),
         Bytes::from(read_corpus_file(&unrelated, 1 << 24)),
     );
+    // The new version as an origin's own dcz and dcb against the old, sent to every request
+    // (unasked).
+    let old = files[&format!("/lib/{OLD}")].clone();
+    for coding in [DictCoding::Dcz, DictCoding::Dcb] {
+        let delta = zipwire_proxy::codings::dictionary::encode_best(
+            coding,
+            &old,
+            &Hash::of(&old),
+            &files[&format!("/lib/{NEW}")],
+        )
+        .expect("a delta");
+        files.insert(format!("/lib/unasked.{coding}.js"), delta);
+    }
     let files = Arc::new(files);
     let served = files.clone();
     let seen = Seen::default();
@@ -61,7 +74,8 @@ fn origin(
         let recorded = recorded.clone();
         async move {
             let service = service_fn(move |request: Request<Incoming>| {
-                let body = files.get(request.uri().path()).cloned();
+                let path = request.uri().path().to_owned();
+                let body = files.get(&path).cloned();
                 *recorded.lock().expect("not poisoned") = Some(request.headers().clone());
                 async move {
                     let mut response = match body {
@@ -83,6 +97,11 @@ fn origin(
                     );
                     for (name, value) in extra {
                         fields.insert(*name, HeaderValue::from_static(value));
+                    }
+                    for coding in ["dcz", "dcb"] {
+                        if path.contains(&format!(".{coding}.")) {
+                            fields.insert("content-encoding", HeaderValue::from_static(coding));
+                        }
                     }
                     Ok::<_, Infallible>(response)
                 }
@@ -437,14 +456,16 @@ async fn the_cache_keeps_the_delta_and_serves_it_from_memory() {
     )
     .await;
     assert_eq!(proxy.stats.cache.hits.load(Ordering::Relaxed), hits + 2);
+    // The streamed miss got dcz (the faster encoder); from the cache, dcb (the smaller).
     for (parts, body) in [(&hit, &first), (&again, &second)] {
-        assert_eq!(field(parts, "content-encoding"), "dcz");
+        assert_eq!(field(parts, "content-encoding"), "dcb");
         assert_eq!(field(parts, "content-length"), body.len().to_string());
-        assert_eq!(decode(DictCoding::Dcz, &old, body, 1 << 24).unwrap(), new);
+        assert_eq!(decode(DictCoding::Dcb, &old, body, 1 << 24).unwrap(), new);
     }
     assert_eq!(first, second, "the second hit is the stored delta");
     let counters = &proxy.stats.dictionaries;
-    assert_eq!(counters.dcz.load(Ordering::Relaxed), 3);
+    assert_eq!(counters.dcz.load(Ordering::Relaxed), 1);
+    assert_eq!(counters.dcb.load(Ordering::Relaxed), 2);
     // Hits count the representation they stand for, as the streamed delta does.
     assert_eq!(
         counters.bytes_in.load(Ordering::Relaxed),
@@ -504,4 +525,100 @@ async fn a_hit_never_gets_a_delta_larger_than_the_stored_variant() {
         delta.len(),
         best.len()
     );
+}
+
+/// An origin that sends its own dcz or dcb unasked (the proxy forwards no dictionary
+/// coding): decoded with the dictionary the proxy holds, streamed and from the cache; failed,
+/// never passed, when the proxy does not hold it; passed as it is with dictionaries off.
+#[tokio::test]
+async fn an_origins_unasked_dictionary_coding_never_reaches_the_client() {
+    let (serving, files, _seen) = origin(&[]);
+    let new = files[&format!("/lib/{NEW}")].clone();
+    let br = [("accept-encoding", "br".to_owned())];
+    let chromium = browser_fields(&files[&format!("/lib/{OLD}")], "same-origin", "no-cors");
+    for coding in ["dcz", "dcb"] {
+        let path = format!("/lib/unasked.{coding}.js");
+        let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
+            config.cache.mode = CacheMode::Fresh;
+        })
+        .await;
+        let client = client();
+        get(&client, &proxy, &format!("/lib/{OLD}"), &[]).await;
+        assert_eq!(proxy.stats.dictionaries.stored.load(Ordering::Relaxed), 1);
+        // Streamed (the miss), then from the cache, and to a client that lists the coding.
+        for fields in [&br[..], &br[..], &chromium[..]] {
+            let (parts, body) = get(&client, &proxy, &path, fields).await;
+            assert_eq!(parts.status, 200, "{coding}");
+            assert_eq!(field(&parts, "content-encoding"), "", "{coding}");
+            assert_eq!(body, new, "{coding}");
+        }
+        assert_eq!(
+            proxy.stats.cache.hits.load(Ordering::Relaxed),
+            2,
+            "{coding}"
+        );
+
+        // A proxy that does not hold the dictionary cannot decode it: an error, not the body.
+        let fresh = Proxy::start(vec![upstream(serving.addr())], |_| {}).await;
+        // A client of its own for each proxy: a port freed by the last one may be reused.
+        let response = crate::support::client()
+            .request(
+                Request::builder()
+                    .uri(fresh.url(&path))
+                    .header("accept-encoding", "br")
+                    .body(Empty::new())
+                    .expect("request"),
+            )
+            .await
+            .expect("a response");
+        if response.status().is_success() {
+            assert!(
+                response.into_body().collect().await.is_err(),
+                "{coding}: an undecodable body ended cleanly"
+            );
+        } else {
+            assert_eq!(response.status(), http::StatusCode::BAD_GATEWAY);
+        }
+
+        // With dictionaries off the proxy forwards the client's fields, and passes the
+        // origin's coding as it does any other.
+        let off = Proxy::start(vec![upstream(serving.addr())], |config| {
+            config.dictionaries.mode = DictionaryMode::Off;
+        })
+        .await;
+        let (parts, body) = get(&crate::support::client(), &off, &path, &chromium).await;
+        assert_eq!(field(&parts, "content-encoding"), coding);
+        assert_eq!(body, files[&path]);
+    }
+}
+
+/// `[[dictionaries.paths]]`: the longest prefix decides; a `match` marks what is under it,
+/// versioned or not; `mark = false` marks nothing, versioned or not.
+#[tokio::test]
+async fn path_rules_set_or_stop_the_marking() {
+    let (serving, _files, _seen) = origin(&[]);
+    let proxy = Proxy::start(vec![upstream(serving.addr())], |config| {
+        let mut mark = zipwire_dictionary::UseAsDictionary::matching("/lib/*.js");
+        mark.destinations.push("script".to_owned());
+        config.dictionaries.paths = vec![
+            zipwire_proxy::DictionaryPathRule {
+                prefix: "/lib/".to_owned(),
+                mark: Some(mark),
+            },
+            zipwire_proxy::DictionaryPathRule {
+                prefix: "/lib/jquery-".to_owned(),
+                mark: None,
+            },
+        ];
+    })
+    .await;
+    let client = client();
+    let (unversioned, _) = get(&client, &proxy, "/lib/alice29.js", &[]).await;
+    assert_eq!(
+        field(&unversioned, "use-as-dictionary"),
+        r#"match="/lib/*.js", match-dest=("script")"#
+    );
+    let (versioned, _) = get(&client, &proxy, &format!("/lib/{OLD}"), &[]).await;
+    assert_eq!(field(&versioned, "use-as-dictionary"), "");
+    assert_eq!(proxy.stats.dictionaries.stored.load(Ordering::Relaxed), 1);
 }

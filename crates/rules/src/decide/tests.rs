@@ -751,4 +751,36 @@ fn http10_304_is_weak_only_where_upstream_gzip_could_have_been_decoded() {
     }
 }
 
+/// An upstream's `dcb` or `dcz` passes as any coding it chose, unless the server never asks
+/// for one (it forwards no dictionary fields): then it was sent unasked and is decoded, even
+/// for a client that lists it, since that client's dictionary was not the one asked with.
+#[test]
+fn dictionary_codings_pass_unless_the_server_decodes_them() {
+    const LISTS: Pairs = &[("accept-encoding", "gzip, br, dcb, dcz")];
+    const DCB: Pairs = &[("content-type", "text/html"), ("content-encoding", "dcb")];
+    const DCZ: Pairs = &[("content-type", "text/html"), ("content-encoding", "dcz")];
+    for coding in [DCB, DCZ] {
+        let resp = ResponseFacts::from_parts(StatusCode::OK, &map(coding));
+        for request in [ACCEPT_GZIP, LISTS] {
+            let req = RequestFacts::from_parts(&Method::GET, &map(request));
+            assert_eq!(
+                decide(&req, &resp, &Rules::default()),
+                pass_vary(Bypass::AlreadyEncoded),
+                "{coding:?} {request:?}"
+            );
+            let decoding = Rules {
+                decode_dictionary_codings: true,
+                ..Rules::default()
+            };
+            assert_eq!(
+                decide(&req, &resp, &decoding),
+                Decision::Decompress {
+                    payload: Payload::Transform
+                },
+                "{coding:?} {request:?}"
+            );
+        }
+    }
+}
+
 mod settings;

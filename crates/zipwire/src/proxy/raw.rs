@@ -73,6 +73,24 @@ pub struct RawDictionaries {
     pub codings: Option<Vec<String>>,
     /// `site`: build site dictionaries for HTML and JSON (`auto` only).
     pub site: Option<bool>,
+    /// `[[dictionaries.paths]]`: marking rules per path prefix.
+    #[serde(default)]
+    pub paths: Vec<RawDictionaryPath>,
+}
+
+/// One `[[dictionaries.paths]]` table.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDictionaryPath {
+    /// `prefix`: the path prefix the rule covers.
+    pub prefix: String,
+    /// `match`: the URL pattern written in `Use-As-Dictionary`.
+    #[serde(rename = "match")]
+    pub pattern: Option<String>,
+    /// `match_dest`: the Fetch destinations written with it.
+    pub match_dest: Option<Vec<String>>,
+    /// `mark = false`: mark nothing under the prefix.
+    pub mark: Option<bool>,
 }
 
 /// `[cache]`.
@@ -344,6 +362,10 @@ impl RawConfig {
                 max_size: top.dictionaries.max_size.or(self.dictionaries.max_size),
                 codings: top.dictionaries.codings.or(self.dictionaries.codings),
                 site: top.dictionaries.site.or(self.dictionaries.site),
+                paths: match top.dictionaries.paths.is_empty() {
+                    true => self.dictionaries.paths,
+                    false => top.dictionaries.paths,
+                },
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

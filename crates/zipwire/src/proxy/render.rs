@@ -147,6 +147,21 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         .collect();
     writeln!(out, "codings = [{}]", codings.join(", "))?;
     writeln!(out, "site = {}", dictionaries.site)?;
+    for rule in &dictionaries.paths {
+        writeln!(out, "\n[[dictionaries.paths]]")?;
+        writeln!(out, "prefix = {}", quote(&rule.prefix))?;
+        match &rule.mark {
+            Some(mark) => {
+                writeln!(out, "match = {}", quote(&mark.pattern))?;
+                if !mark.destinations.is_empty() {
+                    let destinations: Vec<String> =
+                        mark.destinations.iter().map(|dest| quote(dest)).collect();
+                    writeln!(out, "match_dest = [{}]", destinations.join(", "))?;
+                }
+            }
+            None => writeln!(out, "mark = false")?,
+        }
+    }
 
     writeln!(out, "\n[forwarding]")?;
     writeln!(

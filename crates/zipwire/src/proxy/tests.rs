@@ -361,6 +361,12 @@ fn rejections_name_the_key() {
             "[dictionaries]\nmax_memory = \"1MiB\"\nmax_size = \"2MiB\"",
             "dictionaries.max_size: 2097152 is over dictionaries.max_memory (1048576): no dictionary that large could be held",
         ),
+        ("[[dictionaries.paths]]\nprefix = \"static/\"\nmark = false", "dictionaries.paths[0].prefix: \"static/\" is not a path"),
+        ("[[dictionaries.paths]]\nprefix = \"/s/\"", "dictionaries.paths[0].match: missing: give the pattern"),
+        ("[[dictionaries.paths]]\nprefix = \"/s/\"\nmatch = \"/s/(a|b).js\"", "dictionaries.paths[0].match: \"/s/(a|b).js\" is not a URL pattern"),
+        ("[[dictionaries.paths]]\nprefix = \"/s/\"\nmatch = \"/s/*\"\nmark = false", "dictionaries.paths[0].mark: false with a match"),
+        ("[[dictionaries.paths]]\nprefix = \"/s/\"\nmatch = \"/s/*\"\nmatch_dest = [\"scripts\"]", "dictionaries.paths[0].match_dest[0]: \"scripts\" is not a Fetch destination"),
+        ("[[dictionaries.paths]]\nprefix = \"/s/\"\nmark = false\nmatch_dest = [\"script\"]", "dictionaries.paths[0].match_dest: given with mark = false"),
         ("[budget]\nmax_cpu = 0", "budget.max_cpu: 0 is not a positive percentage"),
         ("[budget]\nmax_cpu = -3.5", "budget.max_cpu: -3.5 is not a positive percentage"),
         ("[budget]\nmax_cpu = nan", "budget.max_cpu: NaN is not a positive percentage"),
@@ -713,4 +719,25 @@ fn an_error_in_a_flag_names_the_command_line_and_one_in_the_file_the_file() {
         half.starts_with("command line: tls.key: tls.cert is given without its key"),
         "{half}"
     );
+}
+
+#[test]
+fn dictionary_path_rules_are_read_and_rendered_back() {
+    let config = typed(
+        "upstreams = [\"http://o:1\"]\n[dictionaries]\nmode = \"auto\"\n\
+         [[dictionaries.paths]]\nprefix = \"/static/\"\nmatch = \"/static/app-*.js\"\n\
+         match_dest = [\"script\", \"script\"]\n\
+         [[dictionaries.paths]]\nprefix = \"/static/private/\"\nmark = false\n",
+    )
+    .expect("valid");
+    let paths = &config.dictionaries.paths;
+    assert_eq!(paths.len(), 2);
+    assert_eq!(paths[0].prefix, "/static/");
+    let mark = paths[0].mark.as_ref().expect("a mark");
+    assert_eq!(mark.pattern, "/static/app-*.js");
+    assert_eq!(mark.destinations, ["script"]);
+    assert_eq!(paths[1].prefix, "/static/private/");
+    assert!(paths[1].mark.is_none());
+    let again = typed(&render(&config)).expect("rendered config is valid");
+    assert!(same(&config, &again), "{}", render(&config));
 }

@@ -13,11 +13,17 @@
 
 use brotli_decompressor::{BrotliDecompressStream, BrotliResult, BrotliState, StandardAlloc};
 use zipwire_codec::{DecodeError, Decoder, Format, Limits, Progress};
-use zipwire_rules::Coding;
+use zipwire_dictionary::DictCoding;
+use zipwire_rules::{Coding, ContentEncoding};
 use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
+
+use super::dictionary_decoder::{DictionaryDecoder, Resolve};
 
 /// The largest zstd window a decoded stream may use: 2^23 (RFC 9659).
 const ZSTD_MAX_WINDOW_LOG: u32 = 23;
+
+/// What a dictionary in zstd's own format starts with (little-endian 0xEC30A437).
+const ZSTD_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
 
 /// What one decoding stream of `coding` may hold besides its output buffer, as counted
 /// against `budget.max_memory`: the decoder's state and its largest window.
@@ -32,6 +38,56 @@ pub fn stream_memory(coding: Coding) -> u64 {
     }
 }
 
+/// What an upstream body is decoded from: one of the proxy's codings, or an upstream's own
+/// `dcb`/`dcz` (see [`super::dictionary_decoder`]).
+pub enum Decoding {
+    /// gzip, deflate, br or zstd.
+    Coding(Coding),
+    /// `dcb` or `dcz`, against the dictionary `Resolve` finds by the body's hash.
+    Dictionary(DictCoding, Resolve),
+}
+
+impl Decoding {
+    /// What a body in `encoding` is decoded from: for `dcb` or `dcz`, the dictionary lookup
+    /// `resolve` gives for it, if any (a server without dictionaries has none, and passes
+    /// such a body); otherwise its own coding, gzip when it has none the proxy knows.
+    pub fn of(
+        encoding: ContentEncoding,
+        resolve: impl FnOnce(DictCoding) -> Option<Resolve>,
+    ) -> Decoding {
+        let dictionary = match encoding {
+            ContentEncoding::Dcb => Some(DictCoding::Dcb),
+            ContentEncoding::Dcz => Some(DictCoding::Dcz),
+            _ => None,
+        };
+        match dictionary.and_then(|coding| Some((coding, resolve(coding)?))) {
+            Some((coding, resolve)) => Decoding::Dictionary(coding, resolve),
+            None => Decoding::Coding(encoding.decodable().unwrap_or(Coding::Gzip)),
+        }
+    }
+
+    /// The decoder, within `limits`.
+    pub fn decoder(self, limits: Limits) -> BodyDecoder {
+        match self {
+            Decoding::Coding(coding) => BodyDecoder::new(coding, limits),
+            Decoding::Dictionary(coding, resolve) => {
+                BodyDecoder::Dictionary(Box::new(DictionaryDecoder::new(coding, resolve, limits)))
+            }
+        }
+    }
+}
+
+/// What one decoding stream of a body in `encoding` may hold ([`stream_memory`]); a `dcb`
+/// body's dictionary lives in brotli's ring buffer (within the 16 MiB window counted), a
+/// `dcz` body's is copied beside zstd's window: at most `dictionary` bytes.
+pub fn encoding_memory(encoding: ContentEncoding, dictionary: u64) -> u64 {
+    match encoding {
+        ContentEncoding::Dcz => stream_memory(Coding::Zstd).saturating_add(dictionary),
+        ContentEncoding::Dcb => stream_memory(Coding::Br),
+        _ => stream_memory(encoding.decodable().unwrap_or(Coding::Gzip)),
+    }
+}
+
 /// A decoder of one coding.
 pub enum BodyDecoder {
     /// gzip, by the codec.
@@ -40,6 +96,8 @@ pub enum BodyDecoder {
     Zstd(ZstdDecoder),
     /// brotli.
     Br(Box<BrotliDecoder>),
+    /// An upstream's own `dcb` or `dcz`.
+    Dictionary(Box<DictionaryDecoder>),
 }
 
 impl BodyDecoder {
@@ -63,6 +121,7 @@ impl BodyDecoder {
             BodyDecoder::Gzip(decoder) => decoder.decode(input, out),
             BodyDecoder::Zstd(decoder) => decoder.decode(input, out),
             BodyDecoder::Br(decoder) => decoder.decode(input, out),
+            BodyDecoder::Dictionary(decoder) => decoder.decode(input, out),
         }
     }
 
@@ -73,6 +132,7 @@ impl BodyDecoder {
             // A zstd stream may hold further frames: it is never done before the input ends.
             BodyDecoder::Zstd(_) => false,
             BodyDecoder::Br(decoder) => decoder.finished,
+            BodyDecoder::Dictionary(decoder) => decoder.is_done(),
         }
     }
 
@@ -86,6 +146,7 @@ impl BodyDecoder {
             BodyDecoder::Gzip(decoder) => decoder.finish(),
             BodyDecoder::Zstd(decoder) => decoder.finish(),
             BodyDecoder::Br(decoder) => decoder.finish(),
+            BodyDecoder::Dictionary(decoder) => decoder.finish(),
         }
     }
 
@@ -95,6 +156,7 @@ impl BodyDecoder {
             BodyDecoder::Gzip(decoder) => decoder.total_in(),
             BodyDecoder::Zstd(decoder) => decoder.total_in,
             BodyDecoder::Br(decoder) => decoder.total_in,
+            BodyDecoder::Dictionary(decoder) => decoder.total_in(),
         }
     }
 }
@@ -140,7 +202,7 @@ fn over_limit(limits: &Limits, total_in: u64, total_out: u64) -> Option<DecodeEr
 pub struct ZstdDecoder {
     context: Option<DCtx<'static>>,
     limits: Limits,
-    total_in: u64,
+    pub(super) total_in: u64,
     total_out: u64,
     /// Whether the last call ended a frame (libzstd returned 0) with nothing begun since.
     at_frame_end: bool,
@@ -167,7 +229,19 @@ impl ZstdDecoder {
         }
     }
 
-    fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<Progress, DecodeError> {
+    /// A decoder of a frame made against `dictionary` as raw content (`dcz`); `None` for a
+    /// dictionary libzstd would read as one in its own format (its magic first), which no
+    /// raw-content frame can have been made against here.
+    pub(super) fn with_prefix(limits: Limits, dictionary: &[u8]) -> Option<ZstdDecoder> {
+        if dictionary.starts_with(&ZSTD_DICTIONARY_MAGIC) {
+            return None;
+        }
+        let mut decoder = ZstdDecoder::new(limits);
+        decoder.context.as_mut()?.load_dictionary(dictionary).ok()?;
+        Some(decoder)
+    }
+
+    pub(super) fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<Progress, DecodeError> {
         if let Some(error) = &self.error {
             return Err(error.clone());
         }
@@ -191,7 +265,7 @@ impl ZstdDecoder {
         Ok(Progress { consumed, produced })
     }
 
-    fn finish(&self) -> Result<(), DecodeError> {
+    pub(super) fn finish(&self) -> Result<(), DecodeError> {
         match &self.error {
             Some(error) => Err(error.clone()),
             None if !self.at_frame_end => Err(DecodeError::Truncated),
@@ -204,9 +278,9 @@ impl ZstdDecoder {
 pub struct BrotliDecoder {
     state: BrotliState<StandardAlloc, StandardAlloc, StandardAlloc>,
     limits: Limits,
-    total_in: u64,
+    pub(super) total_in: u64,
     total_out: u64,
-    finished: bool,
+    pub(super) finished: bool,
     error: Option<DecodeError>,
 }
 
@@ -229,7 +303,21 @@ impl BrotliDecoder {
         }
     }
 
-    fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<Progress, DecodeError> {
+    /// A decoder of a stream made against `dictionary` as raw LZ77 prefix (`dcb`).
+    pub(super) fn with_prefix(limits: Limits, dictionary: &[u8]) -> BrotliDecoder {
+        let mut decoder = BrotliDecoder::new(limits);
+        let mut state = BrotliState::new_with_custom_dictionary(
+            StandardAlloc::default(),
+            StandardAlloc::default(),
+            StandardAlloc::default(),
+            dictionary.to_vec().into(),
+        );
+        state.large_window = false;
+        decoder.state = state;
+        decoder
+    }
+
+    pub(super) fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<Progress, DecodeError> {
         if let Some(error) = &self.error {
             return Err(error.clone());
         }
@@ -266,7 +354,7 @@ impl BrotliDecoder {
         })
     }
 
-    fn finish(&self) -> Result<(), DecodeError> {
+    pub(super) fn finish(&self) -> Result<(), DecodeError> {
         match &self.error {
             Some(error) => Err(error.clone()),
             None if !self.finished => Err(DecodeError::Truncated),
@@ -281,8 +369,12 @@ impl BrotliDecoder {
 /// # Errors
 ///
 /// As [`BodyDecoder::decode`] and [`BodyDecoder::finish`].
-pub fn decode_all(coding: Coding, input: &[u8], limits: Limits) -> Result<Vec<u8>, DecodeError> {
-    let mut decoder = BodyDecoder::new(coding, limits);
+pub fn decode_all(
+    decoding: Decoding,
+    input: &[u8],
+    limits: Limits,
+) -> Result<Vec<u8>, DecodeError> {
+    let mut decoder = decoding.decoder(limits);
     let mut out = Vec::new();
     let mut chunk = vec![0; 64 * 1024];
     let mut rest = input;
@@ -339,7 +431,7 @@ mod tests {
         for coding in [Coding::Gzip, Coding::Zstd, Coding::Br] {
             let wire = encoded(coding, &data);
             assert_eq!(
-                decode_all(coding, &wire, Limits::default()).unwrap(),
+                decode_all(Decoding::Coding(coding), &wire, Limits::default()).unwrap(),
                 data,
                 "{coding}"
             );
@@ -378,20 +470,23 @@ mod tests {
             let wire = encoded(coding, &data);
             let cut = &wire[..wire.len() - 5];
             assert_eq!(
-                decode_all(coding, cut, Limits::default()),
+                decode_all(Decoding::Coding(coding), cut, Limits::default()),
                 Err(DecodeError::Truncated),
                 "{coding} cut"
             );
             let mut corrupt = wire.clone();
             corrupt[wire.len() / 2] ^= 0x55;
             corrupt[wire.len() / 3] ^= 0x55;
-            assert!(decode_all(coding, &corrupt, Limits::default()) != Ok(data.clone()));
+            assert!(
+                decode_all(Decoding::Coding(coding), &corrupt, Limits::default())
+                    != Ok(data.clone())
+            );
             let capped = Limits {
                 max_output: Some(1000),
                 max_ratio: None,
             };
             assert_eq!(
-                decode_all(coding, &wire, capped),
+                decode_all(Decoding::Coding(coding), &wire, capped),
                 Err(DecodeError::LimitExceeded { limit: 1000 }),
                 "{coding} capped"
             );

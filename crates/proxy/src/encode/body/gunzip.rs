@@ -1,6 +1,7 @@
 //! [`DecompressBody`]: decodes a gzip, br or zstd upstream body for a client that does not
 //! accept that coding (nginx's `gunzip`, for every coding the proxy also produces; the
-//! decoders are [`super::decoders`]).
+//! decoders are [`super::decoders`]), and an upstream's unasked `dcb`/`dcz` (see
+//! [`super::dictionary_decoder`]).
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -14,7 +15,7 @@ use http_body::{Body, Frame};
 use zipwire_codec::{DecodeError, Limits};
 use zipwire_rules::Coding;
 
-use super::decoders::BodyDecoder;
+use super::decoders::{BodyDecoder, Decoding};
 
 use super::{recoded_trailers, BodyError, BodyMeter, State};
 
@@ -32,6 +33,10 @@ pub struct DecompressBody<B> {
     /// Where each step decodes to (allocated at the first step).
     scratch: Vec<u8>,
     upstream_done: bool,
+    /// Whether the last step filled its chunk: the decoder may hold more output for the
+    /// input it has taken (brotli and zstd keep what did not fit), so it is stepped again
+    /// before more input is read or the end is checked.
+    pending: bool,
     state: State,
     trailers: Option<HeaderMap>,
     meter: Arc<BodyMeter>,
@@ -50,12 +55,23 @@ impl<B> DecompressBody<B> {
         limits: Limits,
         meter: Arc<BodyMeter>,
     ) -> DecompressBody<B> {
+        DecompressBody::decoding(Decoding::Coding(coding), inner, limits, meter)
+    }
+
+    /// Wraps `inner`, a body in what `decoding` names.
+    pub(crate) fn decoding(
+        decoding: Decoding,
+        inner: B,
+        limits: Limits,
+        meter: Arc<BodyMeter>,
+    ) -> DecompressBody<B> {
         DecompressBody {
             inner,
-            decoder: BodyDecoder::new(coding, limits),
+            decoder: decoding.decoder(limits),
             input: Bytes::new(),
             scratch: Vec::new(),
             upstream_done: false,
+            pending: false,
             state: State::Streaming,
             trailers: None,
             meter,
@@ -71,6 +87,7 @@ impl<B> DecompressBody<B> {
         let progress = self.decoder.decode(&self.input, &mut self.scratch)?;
         bytes::Buf::advance(&mut self.input, progress.consumed);
         let out = Bytes::copy_from_slice(&self.scratch[..progress.produced]);
+        self.pending = progress.produced == self.scratch.len();
         if self.decoder.is_done() {
             // Bytes after the gzip stream are ignored, as `gzip -d` does with trailing garbage.
             self.input = Bytes::new();
@@ -102,7 +119,7 @@ where
             if let Some(end) = this.state.end(&mut this.trailers) {
                 return Poll::Ready(end.map(Ok));
             }
-            if !this.input.is_empty() {
+            if !this.input.is_empty() || this.pending {
                 match this.step() {
                     Ok(out) if !out.is_empty() => return Poll::Ready(Some(Ok(Frame::data(out)))),
                     Ok(_) => {}
@@ -192,6 +209,44 @@ mod tests {
             plain.extend_from_slice(&chunk);
         }
         assert_eq!(plain, data);
+    }
+
+    /// A whole br or zstd body in one upstream frame that decodes to many chunks: what the
+    /// decoder keeps after taking all the input still comes out before the end is checked.
+    #[tokio::test]
+    async fn output_held_past_the_last_input_is_drained() {
+        let data = text(500_000);
+        let encoded = [
+            (Coding::Br, {
+                let mut out = Vec::new();
+                let level = zipwire_codings::BrotliLevel::new(5).expect("level");
+                zipwire_codings::Encode::finish(
+                    &mut zipwire_codings::BrotliEncoder::new(level, 20),
+                    &data,
+                    &mut out,
+                )
+                .expect("br");
+                out
+            }),
+            (Coding::Zstd, zstd::bulk::compress(&data, 3).expect("zstd")),
+        ];
+        for (coding, wire) in encoded {
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(Frame::data(wire.into()))];
+            let upstream = http_body_util::StreamBody::new(futures_iter(frames));
+            let meter = Arc::new(BodyMeter::default());
+            let mut body = Box::pin(DecompressBody::of(
+                coding,
+                upstream,
+                Limits::default(),
+                meter,
+            ));
+            let mut plain = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let chunk = frame.expect("no error").into_data().expect("data");
+                plain.extend_from_slice(&chunk);
+            }
+            assert_eq!(plain, data, "{coding:?}");
+        }
     }
 
     #[tokio::test]

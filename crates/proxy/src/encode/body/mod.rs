@@ -33,6 +33,7 @@ use zipwire_codec::DecodeError;
 
 mod compress;
 pub(crate) mod decoders;
+pub(crate) mod dictionary_decoder;
 mod gather;
 pub(crate) mod gunzip;
 

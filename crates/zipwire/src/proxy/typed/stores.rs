@@ -1,10 +1,98 @@
 //! The store sections: `[cache]` and `[dictionaries]`.
 
-use zipwire_proxy::{CacheMode, CacheSettings, DictCoding, DictionaryMode, DictionarySettings};
+use zipwire_dictionary::{pattern, UseAsDictionary};
+use zipwire_proxy::{
+    CacheMode, CacheSettings, DictCoding, DictionaryMode, DictionaryPathRule, DictionarySettings,
+};
 
 use super::values::{duration, int_in, size_in};
 use super::ConfigError;
-use crate::proxy::raw::{RawCache, RawDictionaries};
+use crate::proxy::raw::{RawCache, RawDictionaries, RawDictionaryPath};
+
+/// The Fetch destinations (WHATWG Fetch, `request.destination`) a `match_dest` may name.
+const DESTINATIONS: [&str; 22] = [
+    "audio",
+    "audioworklet",
+    "document",
+    "embed",
+    "font",
+    "frame",
+    "iframe",
+    "image",
+    "json",
+    "manifest",
+    "object",
+    "paintworklet",
+    "report",
+    "script",
+    "serviceworker",
+    "sharedworker",
+    "style",
+    "track",
+    "video",
+    "webidentity",
+    "worker",
+    "xslt",
+];
+
+/// One `[[dictionaries.paths]]` table, the `index`th.
+fn path_rule(index: usize, raw: &RawDictionaryPath) -> Result<DictionaryPathRule, ConfigError> {
+    let at = |key: &str| format!("dictionaries.paths[{index}].{key}");
+    if !raw.prefix.starts_with('/') {
+        return Err(ConfigError::new(
+            at("prefix"),
+            format!("{:?} is not a path (it starts with /)", raw.prefix),
+        ));
+    }
+    let mark = match (&raw.pattern, raw.mark) {
+        (Some(_), Some(false)) => {
+            return Err(ConfigError::new(
+                at("mark"),
+                "false with a match: choose one",
+            ))
+        }
+        (None, Some(false)) => None,
+        (None, _) => {
+            return Err(ConfigError::new(
+                at("match"),
+                "missing: give the pattern to mark with, or mark = false",
+            ))
+        }
+        (Some(found), _) => {
+            if !found.starts_with('/') || !pattern::is_valid(found) {
+                return Err(ConfigError::new(
+                    at("match"),
+                    format!(
+                        "{found:?} is not a URL pattern for a path (it starts with /, and RFC                          9842 allows no regular-expression groups)"
+                    ),
+                ));
+            }
+            let mut mark = UseAsDictionary::matching(found.as_str());
+            for (i, dest) in raw.match_dest.iter().flatten().enumerate() {
+                if !DESTINATIONS.contains(&dest.as_str()) {
+                    return Err(ConfigError::new(
+                        at(&format!("match_dest[{i}]")),
+                        format!("{dest:?} is not a Fetch destination (\"script\", \"style\", …)"),
+                    ));
+                }
+                if !mark.destinations.contains(dest) {
+                    mark.destinations.push(dest.clone());
+                }
+            }
+            Some(mark)
+        }
+    };
+    if mark.is_none() && raw.match_dest.is_some() {
+        return Err(ConfigError::new(
+            at("match_dest"),
+            "given with mark = false: nothing is marked",
+        ));
+    }
+    Ok(DictionaryPathRule {
+        prefix: raw.prefix.clone(),
+        mark,
+    })
+}
 
 /// `[dictionaries]`: `auto` unless `mode` says otherwise.
 pub(super) fn dictionaries(raw: &RawDictionaries) -> Result<DictionarySettings, ConfigError> {
@@ -45,6 +133,12 @@ pub(super) fn dictionaries(raw: &RawDictionaries) -> Result<DictionarySettings, 
     if let Some(site) = raw.site {
         settings.site = site;
     }
+    settings.paths = raw
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| path_rule(index, raw))
+        .collect::<Result<_, _>>()?;
     let limits = &mut settings.limits;
     if let Some(max) = &raw.max_memory {
         limits.max_memory = size_in("dictionaries.max_memory", max, 1 << 16..=u64::MAX)?;
