@@ -340,6 +340,11 @@ pub struct ClientLimits {
     /// Most client connections open at once; further ones wait in the accept queue. Default
     /// 10,000.
     pub max_connections: usize,
+    /// Largest request body forwarded (nginx's `client_max_body_size`): a request declaring
+    /// more gets 413 before anything goes upstream, and one whose body grows past it while it
+    /// streams is cut there (413 if the upstream has not answered yet). Default `None`: no
+    /// limit, as HAProxy.
+    pub max_body: Option<u64>,
 }
 
 impl Default for ClientLimits {
@@ -347,6 +352,7 @@ impl Default for ClientLimits {
         ClientLimits {
             max_header_bytes: 64 * 1024,
             max_connections: 10_000,
+            max_body: None,
         }
     }
 }

@@ -110,3 +110,14 @@ pub(super) fn transfer_coding(request: &RequestParts) -> Result<(), ProxyError> 
         reason: "transfer coding other than chunked",
     })
 }
+
+/// 413 for a request whose `Content-Length` is over `max_body` (nginx's
+/// `client_max_body_size`), before anything goes upstream. A body without a length is
+/// counted as it streams (see [`super::request_body`]).
+pub(super) fn body_size(request: &RequestParts, max_body: Option<u64>) -> Result<(), ProxyError> {
+    let declared = forward::content_length(&request.headers);
+    match (declared, max_body) {
+        (Some(declared), Some(max)) if declared > max => Err(super::request_body::too_large()),
+        _ => Ok(()),
+    }
+}

@@ -35,6 +35,8 @@ pub(crate) enum ClientBodyError {
     Silent(Duration),
     /// The client's framing was wrong or its connection ended mid-body.
     Failed(hyper::Error),
+    /// The body grew past `limits.max_body`, these bytes.
+    TooLarge(u64),
 }
 
 impl fmt::Display for ClientBodyError {
@@ -44,6 +46,9 @@ impl fmt::Display for ClientBodyError {
                 write!(f, "client sent no request body for {after:?}")
             }
             ClientBodyError::Failed(_) => f.write_str("request body failed"),
+            ClientBodyError::TooLarge(limit) => {
+                write!(f, "request body over limits.max_body ({limit} bytes)")
+            }
         }
     }
 }
@@ -51,7 +56,7 @@ impl fmt::Display for ClientBodyError {
 impl StdError for ClientBodyError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
-            ClientBodyError::Silent(_) => None,
+            ClientBodyError::Silent(_) | ClientBodyError::TooLarge(_) => None,
             ClientBodyError::Failed(source) => Some(source),
         }
     }
@@ -71,6 +76,7 @@ pub(crate) fn client_failure(
             Some(ClientBodyError::Failed(_)) => {
                 return Ok(ProxyError::ClientBody { source: error })
             }
+            Some(ClientBodyError::TooLarge(_)) => return Ok(too_large()),
             None => cause = current.source(),
         }
     }
@@ -132,11 +138,23 @@ impl Handed {
     }
 }
 
-/// A request body with a limit on the client's silences; see the module documentation.
+/// 413 for a request body over `limits.max_body`.
+pub(crate) fn too_large() -> ProxyError {
+    ProxyError::Refused {
+        status: http::StatusCode::PAYLOAD_TOO_LARGE,
+        reason: "request body over limits.max_body",
+    }
+}
+
+/// A request body with a limit on the client's silences and on its size; see the module
+/// documentation.
 #[derive(Debug)]
 pub(crate) struct RequestBody {
     inner: Incoming,
     limit: Duration,
+    /// The most bytes passed on (`limits.max_body`), and the bytes passed so far.
+    max_body: Option<u64>,
+    taken: u64,
     /// Since when the upstream side has been waiting for the client, if it is.
     waiting_since: Option<Instant>,
     timer: Option<Pin<Box<Sleep>>>,
@@ -145,14 +163,21 @@ pub(crate) struct RequestBody {
 }
 
 impl RequestBody {
-    /// Wraps the client's body; the client may pause at most `limit` between two frames.
-    pub(crate) fn new(inner: Incoming, limit: Duration) -> (RequestBody, Sent) {
+    /// Wraps the client's body; the client may pause at most `limit` between two frames,
+    /// and send at most `max_body` bytes.
+    pub(crate) fn new(
+        inner: Incoming,
+        limit: Duration,
+        max_body: Option<u64>,
+    ) -> (RequestBody, Sent) {
         let (sender, receiver) = oneshot::channel();
         let done = inner.is_end_stream();
         let handed = Arc::new(Handed::default());
         let body = RequestBody {
             inner,
             limit,
+            max_body,
+            taken: 0,
             waiting_since: None,
             timer: None,
             sent: (!done).then_some(sender),
@@ -185,6 +210,14 @@ impl Body for RequestBody {
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.waiting_since = None;
+                if let (Some(max), Some(data)) = (this.max_body, frame.data_ref()) {
+                    // Nothing past the limit goes upstream: the frame that crosses it fails
+                    // the body instead.
+                    this.taken = this.taken.saturating_add(data.len() as u64);
+                    if this.taken > max {
+                        return Poll::Ready(Some(Err(ClientBodyError::TooLarge(max))));
+                    }
+                }
                 if this.inner.is_end_stream() {
                     this.announce_end();
                 } else {

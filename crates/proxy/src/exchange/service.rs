@@ -86,6 +86,8 @@ pub(crate) struct Proxy {
     ///
     /// [`ClientLimits::max_header_bytes`]: crate::ClientLimits::max_header_bytes
     max_head: usize,
+    /// `limits.max_body`: a request declaring more gets 413 here.
+    max_body: Option<u64>,
     /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle) and
     /// [`Timeouts::send`](crate::Timeouts::send), for tunnels.
     tunnel_limits: tunnel::Limits,
@@ -147,7 +149,7 @@ impl Proxy {
                 &config.upstream_roots,
                 config.down_time,
                 &config.timeouts,
-                config.limits.max_connections,
+                (config.limits.max_connections, config.limits.max_body),
             ),
             codings,
             rules,
@@ -169,6 +171,7 @@ impl Proxy {
             ))
             .counted(counters.gather.clone()),
             max_head: config.limits.max_header_bytes,
+            max_body: config.limits.max_body,
             tunnel_limits: tunnel::Limits {
                 idle: config.timeouts.upgrade_idle,
                 send: config.timeouts.send,
@@ -456,6 +459,7 @@ impl Proxy {
         checks::host(request)?;
         checks::asterisk_form(request)?;
         checks::transfer_coding(request)?;
+        checks::body_size(request, self.max_body)?;
         checks::http2_field_values(request)?;
         let mut facts = RequestFacts::from_parts(&request.method, &request.headers);
         facts.close_delimited = request.version < Version::HTTP_11;

@@ -64,6 +64,8 @@ pub(crate) struct Upstreams {
     connector: UpstreamConnector,
     response_timeout: Duration,
     client_body_timeout: Duration,
+    /// `limits.max_body`.
+    max_body: Option<u64>,
 }
 
 /// What one request sends upstream, besides its body.
@@ -88,7 +90,7 @@ impl Upstreams {
         roots: &UpstreamRoots,
         down_time: Duration,
         timeouts: &Timeouts,
-        max_connections: usize,
+        (max_connections, max_body): (usize, Option<u64>),
     ) -> Upstreams {
         let connector = UpstreamConnector::new(servers, roots, timeouts, max_connections);
         // Idle connections hold slots too: together they keep at most half, so that a burst
@@ -108,6 +110,7 @@ impl Upstreams {
             connector,
             response_timeout: timeouts.upstream_response,
             client_body_timeout: timeouts.client_body,
+            max_body,
         }
     }
 
@@ -136,7 +139,7 @@ impl Upstreams {
         body: Incoming,
     ) -> Result<Response<UpstreamBody>, ProxyError> {
         let unknown_length = frame_unknown_length(&mut head.headers, &body);
-        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
+        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout, self.max_body);
         let replay = Replay::new(body);
         let idempotent = is_idempotent(&head.method);
         let mut tried = Vec::with_capacity(2);
@@ -295,7 +298,7 @@ impl Upstreams {
     ) -> Result<Response<UpstreamBody>, ProxyError> {
         // A handshake is a GET: a chunked body would go unsent (see `frame_unknown_length`).
         frame_unknown_length(&mut head.headers, &body);
-        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout);
+        let (body, mut sent) = RequestBody::new(body, self.client_body_timeout, self.max_body);
         let Some(index) = self.members.pick(Instant::now(), &[]) else {
             return Err(ProxyError::AllDown);
         };

@@ -10,6 +10,7 @@
 #[global_allocator]
 static COUNTING: zipwire_testkit::alloc::Counting = zipwire_testkit::alloc::Counting;
 
+mod body_limit;
 mod cache;
 mod cache_fill;
 mod codings;

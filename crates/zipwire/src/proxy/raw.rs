@@ -247,6 +247,8 @@ pub struct RawLimits {
     pub max_header_bytes: Option<Quantity>,
     /// `max_connections`.
     pub max_connections: Option<i64>,
+    /// `max_body`: the largest request body, 0 for no limit.
+    pub max_body: Option<Quantity>,
 }
 
 /// `[http2]`.
@@ -370,6 +372,7 @@ impl RawConfig {
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),
                 max_connections: top.limits.max_connections.or(self.limits.max_connections),
+                max_body: top.limits.max_body.or(self.limits.max_body),
             },
             tls: RawTls {
                 listen: top.tls.listen.or(self.tls.listen),

@@ -194,6 +194,11 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         size(config.limits.max_header_bytes as u64)
     )?;
     writeln!(out, "max_connections = {}", config.limits.max_connections)?;
+    writeln!(
+        out,
+        "max_body = {}",
+        size(config.limits.max_body.unwrap_or(0))
+    )?;
 
     let http2 = &config.http2;
     writeln!(out, "\n[http2]")?;

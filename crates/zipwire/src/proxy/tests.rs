@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 59);
+    assert_eq!(example.len(), 60);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -393,6 +393,7 @@ fn rejections_name_the_key() {
         ("upstream_ca_file = \"/dev/null\"", "upstream_ca_file: /dev/null: holds no PEM certificate"),
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
         ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
+        ("[limits]\nmax_body = \"-1\"", "limits.max_body: '-1' is not a size"),
         ("[http2]\nmax_concurrent_streams = 0", "http2.max_concurrent_streams: 0 is not a stream count 1-100000"),
         ("[http2]\ninitial_stream_window = 65534", "http2.initial_stream_window: 65534 is not within 65535-1GiB"),
         ("[http2]\ninitial_stream_window = \"16k\"", "http2.initial_stream_window: 16KiB is not within 65535-1GiB"),
@@ -740,4 +741,14 @@ fn dictionary_path_rules_are_read_and_rendered_back() {
     assert!(paths[1].mark.is_none());
     let again = typed(&render(&config)).expect("rendered config is valid");
     assert!(same(&config, &again), "{}", render(&config));
+}
+
+#[test]
+fn max_body_zero_is_no_limit_and_a_size_is_read_back() {
+    let none = typed("upstreams = [\"http://o:1\"]\n[limits]\nmax_body = 0").expect("valid");
+    assert_eq!(none.limits.max_body, None);
+    let one = typed("upstreams = [\"http://o:1\"]\n[limits]\nmax_body = \"1MiB\"").expect("valid");
+    assert_eq!(one.limits.max_body, Some(1 << 20));
+    let again = typed(&render(&one)).expect("rendered config is valid");
+    assert!(same(&one, &again), "{}", render(&one));
 }

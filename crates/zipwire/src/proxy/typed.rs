@@ -303,6 +303,11 @@ impl TryFrom<RawConfig> for ProxyConfig {
                 "a connection count",
             )?;
         }
+        if let Some(bytes) = &raw.limits.max_body {
+            // 0 is no limit, as nginx's `client_max_body_size 0`.
+            let bytes = size_in("limits.max_body", bytes, 0..=u64::MAX)?;
+            config.limits.max_body = (bytes > 0).then_some(bytes);
+        }
         http2(&raw.http2, &mut config.http2)?;
         Ok(config)
     }
