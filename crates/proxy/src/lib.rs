@@ -90,6 +90,7 @@ mod dictionary;
 mod encode;
 mod error;
 mod exchange;
+pub mod header_rules;
 pub mod settings;
 #[cfg(test)]
 mod test_bodies;
@@ -112,6 +113,7 @@ pub use counters::{
 };
 pub use dictionary::{DictionaryCounters, DictionarySettings, PathRule as DictionaryPathRule};
 pub use error::{ProxyError, Side};
+pub use header_rules::{HeaderRules, HeaderSettings};
 pub use settings::{
     BudgetLimits, CertificateFiles, ClientLimits, Compression, Forwarding, Http2Limits,
     ProxyConfig, Timeouts, Tls, Upstream, UpstreamRoots, UpstreamScheme, GATHER_MEMORY_PER_THREAD,

@@ -53,6 +53,9 @@ pub struct ProxyConfig {
     pub cache: CacheSettings,
     /// Compression dictionaries (RFC 9842, `[dictionaries]`); `auto` by default.
     pub dictionaries: crate::DictionarySettings,
+    /// Fields set, added or removed on requests upstream and responses to clients
+    /// (`[headers]`); none by default.
+    pub headers: crate::HeaderSettings,
 }
 
 impl ProxyConfig {
@@ -75,6 +78,7 @@ impl ProxyConfig {
             upstream_roots: UpstreamRoots::System,
             cache: CacheSettings::default(),
             dictionaries: crate::DictionarySettings::default(),
+            headers: crate::HeaderSettings::default(),
         }
     }
 }

@@ -88,6 +88,8 @@ pub(crate) struct Proxy {
     max_head: usize,
     /// `limits.max_body`: a request declaring more gets 413 here.
     max_body: Option<u64>,
+    /// `[headers]`: applied to every request upstream and every response.
+    headers: crate::HeaderSettings,
     /// [`Timeouts::upgrade_idle`](crate::Timeouts::upgrade_idle) and
     /// [`Timeouts::send`](crate::Timeouts::send), for tunnels.
     tunnel_limits: tunnel::Limits,
@@ -172,6 +174,7 @@ impl Proxy {
             .counted(counters.gather.clone()),
             max_head: config.limits.max_header_bytes,
             max_body: config.limits.max_body,
+            headers: config.headers.clone(),
             tunnel_limits: tunnel::Limits {
                 idle: config.timeouts.upgrade_idle,
                 send: config.timeouts.send,
@@ -196,6 +199,7 @@ impl Proxy {
         let version = request.version();
         let mut response = self.respond(request, peer, more, client).await;
         set_version(&mut response, version);
+        self.headers.response.apply(response.headers_mut());
         response
     }
 
@@ -543,6 +547,7 @@ impl Proxy {
             // `Surrogate-Control` directives at it.
             headers.append(SURROGATE_CAPABILITY, SURROGATE_CAPABILITY_VALUE);
         }
+        self.headers.request.apply(&mut headers);
         Ok(Head {
             method: request.method.clone(),
             target,

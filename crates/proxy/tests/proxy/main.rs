@@ -18,6 +18,7 @@ mod compression;
 mod counted_errors;
 mod dictionaries;
 mod framing;
+mod header_rules;
 mod http2;
 mod http2_raw;
 mod logging;

@@ -55,6 +55,44 @@ pub struct RawConfig {
     /// `[dictionaries]`.
     #[serde(default)]
     pub dictionaries: RawDictionaries,
+    /// `[headers]`.
+    #[serde(default)]
+    pub headers: RawHeaders,
+}
+
+/// `[headers]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHeaders {
+    /// `[headers.request]`.
+    #[serde(default)]
+    pub request: RawHeaderRules,
+    /// `[headers.response]`.
+    #[serde(default)]
+    pub response: RawHeaderRules,
+}
+
+/// `[headers.request]` or `[headers.response]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHeaderRules {
+    /// `set`: field name → the value it gets.
+    pub set: Option<std::collections::BTreeMap<String, String>>,
+    /// `add`: field name → a line appended.
+    pub add: Option<std::collections::BTreeMap<String, String>>,
+    /// `remove`: field names.
+    pub remove: Option<Vec<String>>,
+}
+
+impl RawHeaderRules {
+    /// `self`'s keys where given, `base`'s otherwise.
+    fn over(self, base: RawHeaderRules) -> RawHeaderRules {
+        RawHeaderRules {
+            set: self.set.or(base.set),
+            add: self.add.or(base.add),
+            remove: self.remove.or(base.remove),
+        }
+    }
 }
 
 /// `[dictionaries]`.
@@ -368,6 +406,10 @@ impl RawConfig {
                     true => self.dictionaries.paths,
                     false => top.dictionaries.paths,
                 },
+            },
+            headers: RawHeaders {
+                request: top.headers.request.over(self.headers.request),
+                response: top.headers.response.over(self.headers.response),
             },
             limits: RawLimits {
                 max_header_bytes: top.limits.max_header_bytes.or(self.limits.max_header_bytes),

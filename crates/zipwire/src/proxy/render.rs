@@ -163,6 +163,34 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         }
     }
 
+    for (section, rules) in [
+        ("request", &config.headers.request),
+        ("response", &config.headers.response),
+    ] {
+        writeln!(out, "\n[headers.{section}]")?;
+        let table = |pairs: &[(http::HeaderName, http::HeaderValue)]| {
+            let entries: Vec<String> = pairs
+                .iter()
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes());
+                    format!("{} = {}", quote(name.as_str()), quote(&value))
+                })
+                .collect();
+            match entries.is_empty() {
+                true => "{}".to_owned(),
+                false => format!("{{ {} }}", entries.join(", ")),
+            }
+        };
+        writeln!(out, "set = {}", table(&rules.set))?;
+        writeln!(out, "add = {}", table(&rules.add))?;
+        let removed: Vec<String> = rules
+            .remove
+            .iter()
+            .map(|name| quote(name.as_str()))
+            .collect();
+        writeln!(out, "remove = [{}]", removed.join(", "))?;
+    }
+
     writeln!(out, "\n[forwarding]")?;
     writeln!(
         out,

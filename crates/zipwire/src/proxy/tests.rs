@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 60);
+    assert_eq!(example.len(), 66);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -394,6 +394,11 @@ fn rejections_name_the_key() {
         ("[limits]\nmax_header_bytes = 100", "limits.max_header_bytes: 100 is not within 1KiB-16MiB"),
         ("[limits]\nmax_connections = 0", "limits.max_connections: 0 is not a connection count 1-10000000"),
         ("[limits]\nmax_body = \"-1\"", "limits.max_body: '-1' is not a size"),
+        ("[headers.request]\nremove = [\"Transfer-Encoding\"]", "headers.request.remove[0]: \"Transfer-Encoding\" cannot be changed: a hop-by-hop field"),
+        ("[headers.response]\nset = { \"Content-Length\" = \"5\" }", "headers.response.set.Content-Length: \"Content-Length\" cannot be changed: a framing field"),
+        ("[headers.response]\nadd = { \"Content-Encoding\" = \"br\" }", "headers.response.add.Content-Encoding: \"Content-Encoding\" cannot be changed"),
+        ("[headers.response]\nset = { \"bad name\" = \"x\" }", "headers.response.set.bad name: \"bad name\" is not a field name"),
+        ("[headers.request]\nset = { \"X-A\" = \"line\\nbreak\" }", "headers.request.set.X-A: \"line\\nbreak\" is not a field value"),
         ("[http2]\nmax_concurrent_streams = 0", "http2.max_concurrent_streams: 0 is not a stream count 1-100000"),
         ("[http2]\ninitial_stream_window = 65534", "http2.initial_stream_window: 65534 is not within 65535-1GiB"),
         ("[http2]\ninitial_stream_window = \"16k\"", "http2.initial_stream_window: 16KiB is not within 65535-1GiB"),
@@ -751,4 +756,25 @@ fn max_body_zero_is_no_limit_and_a_size_is_read_back() {
     assert_eq!(one.limits.max_body, Some(1 << 20));
     let again = typed(&render(&one)).expect("rendered config is valid");
     assert!(same(&one, &again), "{}", render(&one));
+}
+
+#[test]
+fn header_rules_are_read_and_rendered_back() {
+    let config = typed(
+        "upstreams = [\"http://o:1\"]\n\
+         [headers.request]\nset = { \"Host\" = \"app.internal\" }\nremove = [\"X-Debug\"]\n\
+         [headers.response]\nset = { \"X-Frame-Options\" = \"DENY\" }\n\
+         add = { \"X-Served-By\" = \"edge 1\" }\nremove = [\"Server\", \"X-Powered-By\"]\n",
+    )
+    .expect("valid");
+    let request = &config.headers.request;
+    assert_eq!(request.set.len(), 1);
+    assert_eq!(request.set[0].0, "host");
+    assert_eq!(request.set[0].1, "app.internal");
+    assert_eq!(request.remove, ["x-debug"]);
+    let response = &config.headers.response;
+    assert_eq!(response.add[0].1, "edge 1");
+    assert_eq!(response.remove, ["server", "x-powered-by"]);
+    let again = typed(&render(&config)).expect("rendered config is valid");
+    assert!(same(&config, &again), "{}", render(&config));
 }

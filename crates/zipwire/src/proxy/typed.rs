@@ -19,6 +19,7 @@ use zipwire_proxy::{
 use crate::proxy::raw::{RawConfig, RawHttp2, RawTls};
 use crate::value;
 
+mod header_rules;
 mod stores;
 mod values;
 
@@ -255,6 +256,10 @@ impl TryFrom<RawConfig> for ProxyConfig {
             config.cache = cache(raw_cache)?;
         }
         config.dictionaries = dictionaries(&raw.dictionaries)?;
+        config.headers = zipwire_proxy::HeaderSettings {
+            request: header_rules::rules("headers.request", &raw.headers.request)?,
+            response: header_rules::rules("headers.response", &raw.headers.response)?,
+        };
 
         if let Some(x_forwarded_for) = raw.forwarding.x_forwarded_for {
             config.forwarding.x_forwarded_for = x_forwarded_for;
