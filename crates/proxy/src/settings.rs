@@ -269,6 +269,10 @@ impl Default for BudgetLimits {
 pub struct Forwarding {
     /// Append the client address to `X-Forwarded-For`. Default on.
     pub x_forwarded_for: bool,
+    /// Set `X-Forwarded-Proto` to `https` or `http`, as the client connected. Default on.
+    pub x_forwarded_proto: bool,
+    /// Set `X-Forwarded-Host` to the host the client asked for. Default on.
+    pub x_forwarded_host: bool,
     /// Add a `Via` entry with this pseudonym (RFC 9110 §7.6.3); `None` adds none. Default
     /// `Some("zipwire")`.
     pub via: Option<String>,
@@ -278,6 +282,8 @@ impl Default for Forwarding {
     fn default() -> Forwarding {
         Forwarding {
             x_forwarded_for: true,
+            x_forwarded_proto: true,
+            x_forwarded_host: true,
             via: Some("zipwire".to_owned()),
         }
     }

@@ -112,6 +112,32 @@ pub fn is_chunked_or_none(headers: &HeaderMap) -> bool {
     )
 }
 
+/// `X-Forwarded-Proto`.
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+
+/// `X-Forwarded-Host`.
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+/// Sets `X-Forwarded-Proto` to the scheme the client used (`https` on a TLS listener), in
+/// place of any the client sent: no client is trusted to say it (Caddy replaces it too).
+pub fn set_forwarded_proto(headers: &mut HeaderMap, tls: bool) {
+    let scheme = if tls { "https" } else { "http" };
+    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(scheme));
+}
+
+/// Sets `X-Forwarded-Host` to the `host` the client asked for (its `Host`, or HTTP/2's
+/// `:authority`), in place of any the client sent; removes it when there is none.
+pub fn set_forwarded_host(headers: &mut HeaderMap, host: Option<HeaderValue>) {
+    match host {
+        Some(host) => {
+            headers.insert(X_FORWARDED_HOST, host);
+        }
+        None => {
+            headers.remove(X_FORWARDED_HOST);
+        }
+    }
+}
+
 /// Appends the client address to `X-Forwarded-For`, merging earlier lines into one so that
 /// applications reading a single line see every hop.
 pub fn add_forwarded_for(headers: &mut HeaderMap, client: IpAddr) {

@@ -73,7 +73,8 @@ pub(crate) struct Proxy {
     flush: FlushPolicy,
     offload: bool,
     gunzip: Option<Limits>,
-    forwarded_for: bool,
+    /// `[forwarding]`: the fields added to requests upstream.
+    forwarding: crate::Forwarding,
     via: Option<ViaEntries>,
     access_log: bool,
     counters: Arc<Counters>,
@@ -161,7 +162,7 @@ impl Proxy {
                 max_output: Some(compression.gunzip_max_output),
                 max_ratio: None,
             }),
-            forwarded_for: config.forwarding.x_forwarded_for,
+            forwarding: config.forwarding.clone(),
             via,
             access_log: config.access_log,
             cache: cache.map(Arc::new),
@@ -521,8 +522,23 @@ impl Proxy {
                 reason: "Content-Length past 2^63 - 1",
             });
         }
-        if self.forwarded_for {
+        if self.forwarding.x_forwarded_for {
             forward::add_forwarded_for(&mut headers, peer.ip());
+        }
+        if self.forwarding.x_forwarded_proto {
+            let tls = request
+                .extensions
+                .get::<Secure>()
+                .is_some_and(|secure| secure.0);
+            forward::set_forwarded_proto(&mut headers, tls);
+        }
+        if self.forwarding.x_forwarded_host {
+            // What the client asked for: HTTP/2's `:authority`, or its `Host` (checked above).
+            let host = match request.uri.authority() {
+                Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
+                None => request.headers.get(HOST).cloned(),
+            };
+            forward::set_forwarded_host(&mut headers, host);
         }
         if let Some(via) = &self.via {
             via.append(&mut headers, request.version);

@@ -400,3 +400,44 @@ async fn a_key_readable_by_others_gets_a_warning() {
     assert!(warned(&exposed.files.key), "{text}");
     assert!(!warned(&kept.files.key), "{text}");
 }
+
+/// `X-Forwarded-Proto` says how the client connected and `X-Forwarded-Host` what it asked
+/// for; values a client sends in them are replaced, never passed on.
+#[tokio::test]
+async fn forwarded_proto_and_host_name_the_clients_scheme_and_host() {
+    let origin = Origin::start().await;
+    let spoofed = [
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-host", "evil.test"),
+    ];
+    let plain = Proxy::before(&origin).await;
+    let (parts, _) = fetch(&client(), "GET", &plain.url("/small.txt"), &spoofed).await;
+    assert_eq!(parts.status, 200);
+    let seen = origin.last_headers();
+    assert_eq!(seen["x-forwarded-proto"], "http");
+    assert_eq!(seen["x-forwarded-host"], seen["host"]);
+    assert_eq!(seen.get_all("x-forwarded-host").iter().count(), 1);
+
+    let dir = temp_dir("forwarded");
+    let site = site(&dir, "site", &["proxy.test"]);
+    let proxy = TlsProxy::start(origin.upstream(), &site, |_| {}).await;
+    let stream = connect(proxy.addr(), http11_client(), "proxy.test")
+        .await
+        .expect("handshake");
+    let (head, _) = get(stream, "/small.txt", &spoofed[1..]).await;
+    assert_eq!(head.status, 200);
+    let seen = origin.last_headers();
+    assert_eq!(seen["x-forwarded-proto"], "https");
+    assert_eq!(seen["x-forwarded-host"], "proxy.test");
+
+    // Both off: nothing added, and what the client sent passes as any field does.
+    let off = Proxy::start(vec![origin.upstream()], |config| {
+        config.forwarding.x_forwarded_proto = false;
+        config.forwarding.x_forwarded_host = false;
+    })
+    .await;
+    fetch(&client(), "GET", &off.url("/small.txt"), &spoofed[1..]).await;
+    let seen = origin.last_headers();
+    assert!(!seen.contains_key("x-forwarded-proto"));
+    assert_eq!(seen["x-forwarded-host"], "evil.test");
+}

@@ -251,6 +251,10 @@ pub struct RawBudget {
 pub struct RawForwarding {
     /// `x_forwarded_for`: append the client address.
     pub x_forwarded_for: Option<bool>,
+    /// `x_forwarded_proto`: set the client's scheme.
+    pub x_forwarded_proto: Option<bool>,
+    /// `x_forwarded_host`: set the host the client asked for.
+    pub x_forwarded_host: Option<bool>,
     /// `via`: pseudonym for `Via`; empty for none.
     pub via: Option<String>,
 }
@@ -366,6 +370,14 @@ impl RawConfig {
                     .forwarding
                     .x_forwarded_for
                     .or(self.forwarding.x_forwarded_for),
+                x_forwarded_proto: top
+                    .forwarding
+                    .x_forwarded_proto
+                    .or(self.forwarding.x_forwarded_proto),
+                x_forwarded_host: top
+                    .forwarding
+                    .x_forwarded_host
+                    .or(self.forwarding.x_forwarded_host),
                 via: top.forwarding.via.or(self.forwarding.via),
             },
             timeouts: RawTimeouts {

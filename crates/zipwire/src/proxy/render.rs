@@ -197,6 +197,16 @@ fn write_config(out: &mut String, config: &ProxyConfig) -> std::fmt::Result {
         "x_forwarded_for = {}",
         config.forwarding.x_forwarded_for
     )?;
+    writeln!(
+        out,
+        "x_forwarded_proto = {}",
+        config.forwarding.x_forwarded_proto
+    )?;
+    writeln!(
+        out,
+        "x_forwarded_host = {}",
+        config.forwarding.x_forwarded_host
+    )?;
     let via = config.forwarding.via.as_deref().unwrap_or("");
     writeln!(out, "via = {}", quote(via))?;
 

@@ -105,7 +105,7 @@ fn example_check_output_and_docs_cover_the_same_keys() {
     let defaults = ProxyConfig::new(DEFAULT_LISTEN, vec![upstream("127.0.0.1:9000")]);
     let rendered = keys_of(&render(&defaults));
     assert_eq!(example, rendered);
-    assert_eq!(example.len(), 66);
+    assert_eq!(example.len(), 68);
     for key in &example {
         assert!(
             CONFIG_DOC.contains(&format!("`{key}`")),
@@ -158,6 +158,8 @@ fn every_key_is_applied() {
         window = "500ms"
         [forwarding]
         x_forwarded_for = false
+        x_forwarded_proto = false
+        x_forwarded_host = false
         via = ""
         [timeouts]
         header_read = "5s"
@@ -215,6 +217,8 @@ fn every_key_is_applied() {
     assert_eq!(b.hysteresis, 0.0);
     assert_eq!(b.window, Duration::from_millis(500));
     assert!(!config.forwarding.x_forwarded_for);
+    assert!(!config.forwarding.x_forwarded_proto);
+    assert!(!config.forwarding.x_forwarded_host);
     assert_eq!(config.forwarding.via, None);
     let t = &config.timeouts;
     assert_eq!(t.header_read, Duration::from_secs(5));

@@ -264,6 +264,12 @@ impl TryFrom<RawConfig> for ProxyConfig {
         if let Some(x_forwarded_for) = raw.forwarding.x_forwarded_for {
             config.forwarding.x_forwarded_for = x_forwarded_for;
         }
+        if let Some(on) = raw.forwarding.x_forwarded_proto {
+            config.forwarding.x_forwarded_proto = on;
+        }
+        if let Some(on) = raw.forwarding.x_forwarded_host {
+            config.forwarding.x_forwarded_host = on;
+        }
         if let Some(via) = &raw.forwarding.via {
             config.forwarding.via = pseudonym(via)?;
         }
