@@ -176,15 +176,7 @@ mod tests {
     use super::*;
 
     fn noise(seed: u64, length: usize) -> Vec<u8> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..length)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect()
+        zipwire_testkit::generate(zipwire_testkit::DataKind::Random, length, seed)
     }
 
     /// Samples of noise, each holding `shared` at a different offset.

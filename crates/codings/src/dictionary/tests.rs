@@ -196,15 +196,7 @@ fn dcb_keeps_brotlis_built_in_words() {
         return;
     }
     let text = read_corpus_file(&dir.join("alice29.txt"), 1 << 20);
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let noise: Vec<u8> = (0..4096)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect();
+    let noise = zipwire_testkit::generate(zipwire_testkit::DataKind::Random, 4096, 7);
     let dictionary = Bytes::from(noise);
     let hash = Hash::of(&dictionary);
     let delta = encode_best(DictCoding::Dcb, &dictionary, &hash, &text).expect("dcb");
